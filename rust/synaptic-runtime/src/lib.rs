@@ -1,0 +1,2 @@
+//! (being written)
+#![no_std]
