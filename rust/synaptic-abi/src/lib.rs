@@ -9,3 +9,6 @@
 pub mod errno;
 
 pub use errno::Errno;
+pub mod priority;
+
+pub use priority::{InvalidPriority, Priority};
