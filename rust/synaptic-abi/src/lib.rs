@@ -1,14 +1,60 @@
 //! The shared-memory contract between CPU0 and CPU1 (ABI v1).
 //!
 //! Owned by exactly one crate so that both images agree by construction;
-//! cbindgen exports it to C. Every size and offset is pinned by a compile-time
-//! assert: a mismatch is a build error, never a runtime surprise.
+//! cbindgen exports it to C (`include/synaptic/syn_abi.h`). Every size and
+//! offset is pinned by a compile-time assert: a mismatch is a build error,
+//! never a runtime surprise.
+//!
+//! Invariants: the on-wire structs ([`Message`], [`ControlBlock`],
+//! [`RingHeader`], [`ExchangeHeader`], [`ExchangeSlot`]) are `#[repr(C)]` and
+//! hold plain integers only (no atomics, no enums, no pointers), so any bytes
+//! are a valid value and C sees the same layout. They are never trusted:
+//! decode them with `TryFrom` or the `check` methods into checked types.
+//! Payloads are offsets from the region base, never pointers.
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod control;
 pub mod errno;
-
-pub use errno::Errno;
+pub mod exchange;
+pub mod memory_map;
+pub mod message;
 pub mod priority;
+pub mod region;
 
+pub use control::{ControlBlock, LayoutError, CONTROL_BLOCK_SIZE, LAYOUT_VERSION, MAGIC, READY};
+pub use errno::Errno;
+pub use exchange::{
+    ExchangeError, ExchangeHeader, ExchangeSlot, EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_OFFSET,
+    EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE, EXCHANGE_SLOT_SIZE,
+    MODEL_NAME_SIZE,
+};
+pub use memory_map::{Core, MemoryMap, AN521, MCXN947, QEMU_CORTEX_M3};
+pub use message::{
+    InvalidMessageType, Message, MessageError, MessageType, ValidMessage, MSG_SIZE, MSG_TYPE_COUNT,
+    MSG_TYPE_INFER_REQ, MSG_TYPE_INFER_RESP, MSG_TYPE_MODEL_LOAD, MSG_TYPE_MODEL_UNLOAD,
+    MSG_TYPE_STATUS_REQ, MSG_TYPE_STATUS_RESP,
+};
 pub use priority::{InvalidPriority, Priority};
+pub use region::{
+    exchange_slot_offset, payload_pool_offset, payload_pool_range, region_fits, region_size,
+    ring_entries_u32, ring_offset, ring_size, DefaultRing, Direction, RingHeader,
+    RING_ENTRIES_DEFAULT, RING_SLOTS_OFFSET, RING_TAIL_OFFSET,
+};
+
+/// Wire value of [`Priority::BestEffort`].
+pub const PRIORITY_BEST_EFFORT: u8 = Priority::BestEffort as u8;
+/// Wire value of [`Priority::Normal`].
+pub const PRIORITY_NORMAL: u8 = Priority::Normal as u8;
+/// Wire value of [`Priority::RealTime`].
+pub const PRIORITY_REALTIME: u8 = Priority::RealTime as u8;
+
+const _: () = {
+    assert!(PRIORITY_BEST_EFFORT == 0 && PRIORITY_NORMAL == 1 && PRIORITY_REALTIME == 2);
+    // The default region plus exchange slot fits every platform's window.
+    assert!(region_fits::<RING_ENTRIES_DEFAULT>(
+        memory_map::SHARED_SIZE as usize
+    ));
+    assert!(exchange_slot_offset::<RING_ENTRIES_DEFAULT>() % 16 == 0);
+    assert!((exchange_slot_offset::<RING_ENTRIES_DEFAULT>() + EXCHANGE_INPUT_OFFSET) % 16 == 0);
+};
