@@ -1,2 +1,14 @@
-//! (being written)
+//! The AI runtime that runs on CPU0: tensor arena, model registry, NPU HAL
+//! and deterministic stub NPU, DSP kernels, pre/post-processing, pipelines,
+//! a stage-preemptive priority scheduler and a profiler.
+//!
+//! Portable, `no_std`, allocation free: every capacity is a const generic
+//! with a documented default, every buffer is the caller's. Time comes in
+//! through the [`time::Clock`] trait, so host tests run on a fake clock and
+//! never sleep. Each layer has its own `#[non_exhaustive]` error enum with a
+//! `to_errno()` mapping to [`synaptic_abi::Errno`] for the C and wire
+//! boundary.
 #![no_std]
+#![forbid(unsafe_code)]
+
+pub mod arena;
