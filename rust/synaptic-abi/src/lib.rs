@@ -43,14 +43,16 @@ pub use region::{
 };
 
 /// Wire value of [`Priority::BestEffort`].
-pub const PRIORITY_BEST_EFFORT: u8 = Priority::BestEffort as u8;
+pub const PRIORITY_BEST_EFFORT: u8 = 0;
 /// Wire value of [`Priority::Normal`].
-pub const PRIORITY_NORMAL: u8 = Priority::Normal as u8;
+pub const PRIORITY_NORMAL: u8 = 1;
 /// Wire value of [`Priority::RealTime`].
-pub const PRIORITY_REALTIME: u8 = Priority::RealTime as u8;
+pub const PRIORITY_REALTIME: u8 = 2;
 
 const _: () = {
-    assert!(PRIORITY_BEST_EFFORT == 0 && PRIORITY_NORMAL == 1 && PRIORITY_REALTIME == 2);
+    assert!(PRIORITY_BEST_EFFORT == Priority::BestEffort as u8);
+    assert!(PRIORITY_NORMAL == Priority::Normal as u8);
+    assert!(PRIORITY_REALTIME == Priority::RealTime as u8);
     // The default region plus exchange slot fits every platform's window.
     assert!(region_fits::<RING_ENTRIES_DEFAULT>(
         memory_map::SHARED_SIZE as usize

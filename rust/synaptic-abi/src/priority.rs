@@ -18,6 +18,8 @@ pub enum Priority {
 
 impl Priority {
     /// Number of classes.
+    ///
+    /// cbindgen:ignore
     pub const COUNT: usize = 3;
 
     /// Every class, lowest first.
