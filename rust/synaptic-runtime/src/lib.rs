@@ -12,3 +12,5 @@
 #![forbid(unsafe_code)]
 
 pub mod arena;
+pub mod npu;
+pub mod time;

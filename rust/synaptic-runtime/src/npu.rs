@@ -1,0 +1,585 @@
+//! NPU hardware abstraction: the [`NpuDevice`] trait and the deterministic
+//! [`StubNpu`] used on the host and on boards without an NPU.
+//!
+//! State machine of every device:
+//!
+//! ```text
+//! Off --init--> Idle --invoke_async--> Busy --poll/complete--> Idle
+//!                 |  \--invoke fails--> Error --clear_error--> Idle
+//!                 \--suspend--> Suspended --resume--> Idle
+//! any --deinit--> Off
+//! ```
+//!
+//! The trait takes a model *descriptor* (flash offset and size, tensor
+//! metadata), not a Rust model object, and copies input and output through
+//! byte slices, so a real driver (eIQ Neutron, Ethos-U) fits behind it: a
+//! driver may complete [`NpuDevice::invoke_async`] from its interrupt and
+//! make [`NpuDevice::poll`] a no-op.
+//!
+//! # The stub's device model
+//!
+//! * **Output** is a pure function of (seed, model id, input), see
+//!   [`stub_output_byte`]: byte `i` of the output is
+//!   `fmix32(h ^ i.wrapping_mul(0x9E37_79B9)) >> 24`, where `h` is 32-bit
+//!   FNV-1a over the seed (4 bytes LE), the model id (4 bytes LE) and the
+//!   input bytes, and `fmix32` is MurmurHash3's finaliser. Read as `i8` it is
+//!   a stable pseudo-random int8 tensor: the same input always gives the same
+//!   output, a one-bit change gives a different one.
+//! * **Latency** is a fixed number of microseconds per invoke
+//!   ([`StubNpu::set_latency_us`]), consumed through the [`Delay`] time
+//!   source by [`NpuDevice::invoke`] (a fake clock simply advances) and
+//!   measured against the [`Clock`] by the asynchronous path.
+//! * **Faults** on demand: every `n`th invoke ([`StubNpu::fail_every`]), and,
+//!   when enabled with [`StubNpu::fail_on_marker`], any input whose first
+//!   byte is [`FAIL_MARKER`] (`0x7F`). A failed invoke returns
+//!   [`NpuError::DeviceFault`] and leaves the device in
+//!   [`NpuState::Error`] until [`NpuDevice::clear_error`].
+
+use core::num::NonZeroU32;
+
+use synaptic_abi::Errno;
+
+use crate::arena::{DType, TensorMeta};
+use crate::time::{Clock, Delay};
+
+/// Power and activity state of an NPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NpuState {
+    /// Not initialised (before `init`, after `deinit`).
+    Off,
+    /// Ready for a model, an input or an invoke.
+    Idle,
+    /// An asynchronous invoke is in flight.
+    Busy,
+    /// The last invoke failed; `clear_error` returns to `Idle`.
+    Error,
+    /// Clocks gated; `resume` returns to `Idle`. The loaded model is kept.
+    Suspended,
+}
+
+/// What a device can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NpuCapabilities {
+    /// Largest input tensor in bytes.
+    pub max_input_bytes: usize,
+    /// Largest output tensor in bytes.
+    pub max_output_bytes: usize,
+    /// Element types the device accepts, one bit per [`DType`] in declaration order.
+    pub dtype_mask: u8,
+    /// Whether [`NpuDevice::invoke_async`] completes without blocking.
+    pub async_invoke: bool,
+    /// Models resident at once.
+    pub max_resident_models: u8,
+}
+
+impl NpuCapabilities {
+    /// The bit of `dtype` in [`NpuCapabilities::dtype_mask`].
+    pub const fn dtype_bit(dtype: DType) -> u8 {
+        1 << (dtype as u8)
+    }
+
+    /// Whether `dtype` is supported.
+    pub const fn supports(&self, dtype: DType) -> bool {
+        self.dtype_mask & Self::dtype_bit(dtype) != 0
+    }
+}
+
+/// A model as the device sees it: where its image lives and its tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NpuModel {
+    /// Caller-chosen identity (the registry passes its raw handle).
+    pub id: u32,
+    /// Input tensor.
+    pub input: TensorMeta,
+    /// Output tensor.
+    pub output: TensorMeta,
+    /// Offset of the compiled model in flash.
+    pub flash_offset: u32,
+    /// Size of the compiled model in flash.
+    pub flash_size: u32,
+}
+
+/// Result of one completed invoke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NpuRun {
+    /// Device time the invoke took, in microseconds.
+    pub latency_us: u64,
+}
+
+/// Completion callback of [`NpuDevice::invoke_async`]: `(context, result)`.
+pub type NpuCallback = fn(usize, Result<NpuRun, NpuError>);
+
+/// Errors of an NPU device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NpuError {
+    /// The operation is not allowed in the current state.
+    WrongState(NpuState),
+    /// No model is loaded.
+    NoModel,
+    /// A tensor of the model exceeds the device's buffers.
+    ModelTooLarge,
+    /// A tensor of the model has an element type the device lacks.
+    UnsupportedDtype(DType),
+    /// The input length differs from the loaded model's input size.
+    InputSizeMismatch {
+        /// Bytes the model takes.
+        expected: usize,
+        /// Bytes given.
+        actual: usize,
+    },
+    /// `invoke` without `set_input` since the model was loaded.
+    NoInput,
+    /// `get_output` before a successful invoke.
+    NoOutput,
+    /// The caller's output buffer is shorter than the model's output.
+    OutputTooSmall {
+        /// Bytes the output has.
+        needed: usize,
+        /// Bytes the buffer has.
+        actual: usize,
+    },
+    /// The device reported a fault (the stub's injected failures too).
+    DeviceFault,
+}
+
+impl NpuError {
+    /// The errno this error becomes at the C and wire boundary.
+    pub fn to_errno(self) -> Errno {
+        match self {
+            NpuError::WrongState(NpuState::Off) => Errno::NoDev,
+            NpuError::WrongState(NpuState::Busy) => Errno::Busy,
+            NpuError::WrongState(NpuState::Suspended) => Errno::Again,
+            NpuError::WrongState(_) | NpuError::DeviceFault => Errno::Io,
+            NpuError::NoModel | NpuError::NoOutput => Errno::NoEnt,
+            NpuError::ModelTooLarge => Errno::TooBig,
+            NpuError::UnsupportedDtype(_) => Errno::NotSup,
+            NpuError::InputSizeMismatch { .. } | NpuError::NoInput => Errno::Inval,
+            NpuError::OutputTooSmall { .. } => Errno::NoBufs,
+        }
+    }
+}
+
+/// The NPU hardware abstraction.
+pub trait NpuDevice {
+    /// Powers up and enters `Idle`.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`] when already initialised; driver faults.
+    fn init(&mut self) -> Result<(), NpuError>;
+
+    /// Powers down (drops the model and any in-flight work) and enters `Off`.
+    fn deinit(&mut self);
+
+    /// What the device can do.
+    fn capabilities(&self) -> NpuCapabilities;
+
+    /// Current state.
+    fn state(&self) -> NpuState;
+
+    /// Makes `model` the resident model, replacing any other.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`] unless `Idle`; [`NpuError::ModelTooLarge`],
+    /// [`NpuError::UnsupportedDtype`] when the device cannot run it.
+    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError>;
+
+    /// Drops the resident model (no-op without one).
+    fn unload_model(&mut self);
+
+    /// Id of the resident model.
+    fn loaded_model(&self) -> Option<u32>;
+
+    /// Copies the input tensor into the device.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`] unless `Idle`; [`NpuError::NoModel`];
+    /// [`NpuError::InputSizeMismatch`].
+    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError>;
+
+    /// Runs the model on the staged input and blocks until done.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`], [`NpuError::NoModel`], [`NpuError::NoInput`];
+    /// [`NpuError::DeviceFault`] (the device is then in `Error`).
+    fn invoke(&mut self) -> Result<NpuRun, NpuError>;
+
+    /// Starts the model and returns; `done(context, result)` is called on
+    /// completion (from [`NpuDevice::poll`] or the driver's interrupt).
+    ///
+    /// # Errors
+    ///
+    /// As [`NpuDevice::invoke`], for the checks made before starting.
+    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError>;
+
+    /// Completes an asynchronous invoke whose time has come; returns
+    /// whether one completed during this call.
+    fn poll(&mut self) -> bool;
+
+    /// Copies the output of the last successful invoke; returns its length.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`] unless `Idle`; [`NpuError::NoOutput`];
+    /// [`NpuError::OutputTooSmall`].
+    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError>;
+
+    /// Gates the clocks; the model stays loaded.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`] unless `Idle`.
+    fn suspend(&mut self) -> Result<(), NpuError>;
+
+    /// Leaves `Suspended`.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`] unless `Suspended`.
+    fn resume(&mut self) -> Result<(), NpuError>;
+
+    /// Leaves `Error` after a failed invoke.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::WrongState`] unless `Error`.
+    fn clear_error(&mut self) -> Result<(), NpuError>;
+}
+
+/// First input byte that makes the stub fail when [`StubNpu::fail_on_marker`] is on.
+pub const FAIL_MARKER: u8 = 0x7F;
+
+/// Default stub input buffer, bytes (a 96x96x3 frame fits).
+pub const DEFAULT_STUB_INPUT: usize = 32 * 1024;
+
+/// Default stub output buffer, bytes.
+pub const DEFAULT_STUB_OUTPUT: usize = 1024;
+
+/// MurmurHash3's 32-bit finaliser.
+const fn fmix32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x85EB_CA6B);
+    x ^= x >> 13;
+    x = x.wrapping_mul(0xC2B2_AE35);
+    x ^= x >> 16;
+    x
+}
+
+fn fnv1a(mut h: u32, bytes: &[u8]) -> u32 {
+    for &b in bytes {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// The stub's input hash `h`: FNV-1a (offset basis `0x811C_9DC5`) over
+/// `seed` LE, `model_id` LE, then `input`.
+pub fn stub_input_hash(seed: u32, model_id: u32, input: &[u8]) -> u32 {
+    let h = fnv1a(0x811C_9DC5, &seed.to_le_bytes());
+    let h = fnv1a(h, &model_id.to_le_bytes());
+    fnv1a(h, input)
+}
+
+/// Byte `index` of the stub's output for `input_hash` (see [`stub_input_hash`]).
+pub const fn stub_output_byte(input_hash: u32, index: u32) -> u8 {
+    (fmix32(input_hash ^ index.wrapping_mul(0x9E37_79B9)) >> 24) as u8
+}
+
+/// Fills `output` with the stub's output for (`seed`, `model_id`, `input`).
+pub fn stub_output(seed: u32, model_id: u32, input: &[u8], output: &mut [u8]) {
+    let h = stub_input_hash(seed, model_id, input);
+    for (i, o) in output.iter_mut().enumerate() {
+        *o = stub_output_byte(h, i as u32);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    done_at_us: u64,
+    callback: NpuCallback,
+    context: usize,
+}
+
+/// The deterministic stub NPU (see the module documentation for its exact model).
+///
+/// `T` is the time source (a [`crate::time::FakeClock`] reference on the
+/// host); `IN` and `OUT` bound the model's input and output bytes.
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::arena::{DType, TensorMeta};
+/// use synaptic_runtime::npu::{stub_output, NpuDevice, NpuModel, StubNpu};
+/// use synaptic_runtime::time::{Clock, FakeClock};
+///
+/// let clock = FakeClock::new(0);
+/// let mut npu: StubNpu<&FakeClock, 64, 16> = StubNpu::new(&clock, 0);
+/// npu.set_latency_us(250);
+/// npu.init().unwrap();
+/// let model = NpuModel {
+///     id: 1,
+///     input: TensorMeta::vector(DType::Int8, 4).unwrap(),
+///     output: TensorMeta::vector(DType::Int8, 3).unwrap(),
+///     flash_offset: 0,
+///     flash_size: 0,
+/// };
+/// npu.load_model(&model).unwrap();
+/// npu.set_input(&[1, 2, 3, 4]).unwrap();
+/// npu.invoke().unwrap();
+/// assert_eq!(clock.now_us(), 250);
+/// let mut out = [0u8; 3];
+/// npu.get_output(&mut out).unwrap();
+/// let mut expected = [0u8; 3];
+/// stub_output(0, 1, &[1, 2, 3, 4], &mut expected);
+/// assert_eq!(out, expected);
+/// ```
+#[derive(Debug)]
+pub struct StubNpu<T, const IN: usize = DEFAULT_STUB_INPUT, const OUT: usize = DEFAULT_STUB_OUTPUT>
+{
+    time: T,
+    seed: u32,
+    state: NpuState,
+    model: Option<NpuModel>,
+    input: [u8; IN],
+    input_valid: bool,
+    output: [u8; OUT],
+    output_valid: bool,
+    latency_us: u64,
+    fail_every: Option<NonZeroU32>,
+    fail_on_marker: bool,
+    invokes: u32,
+    pending: Option<Pending>,
+}
+
+impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
+    /// A stub in state `Off`, latency 0, no fault injection.
+    pub fn new(time: T, seed: u32) -> Self {
+        StubNpu {
+            time,
+            seed,
+            state: NpuState::Off,
+            model: None,
+            input: [0; IN],
+            input_valid: false,
+            output: [0; OUT],
+            output_valid: false,
+            latency_us: 0,
+            fail_every: None,
+            fail_on_marker: false,
+            invokes: 0,
+            pending: None,
+        }
+    }
+
+    /// Sets the device time each invoke takes.
+    pub fn set_latency_us(&mut self, latency_us: u64) {
+        self.latency_us = latency_us;
+    }
+
+    /// Makes every `n`th invoke (counting from 1 since creation) fail; `None` never.
+    pub fn fail_every(&mut self, n: Option<NonZeroU32>) {
+        self.fail_every = n;
+    }
+
+    /// Makes invokes whose input starts with [`FAIL_MARKER`] fail.
+    pub fn fail_on_marker(&mut self, enabled: bool) {
+        self.fail_on_marker = enabled;
+    }
+
+    /// Invokes attempted so far (failed ones included).
+    pub fn invoke_count(&self) -> u32 {
+        self.invokes
+    }
+
+    /// The seed of the output function.
+    pub fn seed(&self) -> u32 {
+        self.seed
+    }
+
+    fn expect(&self, state: NpuState) -> Result<(), NpuError> {
+        if self.state == state {
+            Ok(())
+        } else {
+            Err(NpuError::WrongState(self.state))
+        }
+    }
+
+    fn check_ready(&self) -> Result<NpuModel, NpuError> {
+        self.expect(NpuState::Idle)?;
+        let model = self.model.ok_or(NpuError::NoModel)?;
+        if !self.input_valid {
+            return Err(NpuError::NoInput);
+        }
+        Ok(model)
+    }
+
+    /// Computes the result of the staged invoke (fault or output).
+    fn execute(&mut self, model: NpuModel) -> Result<NpuRun, NpuError> {
+        self.invokes = self.invokes.wrapping_add(1);
+        let input = &self.input[..model.input.byte_len()];
+        let every = self
+            .fail_every
+            .is_some_and(|n| self.invokes % n.get() == 0);
+        let marked = self.fail_on_marker && input.first() == Some(&FAIL_MARKER);
+        if every || marked {
+            self.state = NpuState::Error;
+            self.output_valid = false;
+            return Err(NpuError::DeviceFault);
+        }
+        let out_len = model.output.byte_len();
+        stub_output(self.seed, model.id, input, &mut self.output[..out_len]);
+        self.output_valid = true;
+        self.state = NpuState::Idle;
+        Ok(NpuRun {
+            latency_us: self.latency_us,
+        })
+    }
+}
+
+impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<T, IN, OUT> {
+    fn init(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Off)?;
+        self.state = NpuState::Idle;
+        Ok(())
+    }
+
+    fn deinit(&mut self) {
+        self.state = NpuState::Off;
+        self.model = None;
+        self.input_valid = false;
+        self.output_valid = false;
+        self.pending = None;
+    }
+
+    fn capabilities(&self) -> NpuCapabilities {
+        NpuCapabilities {
+            max_input_bytes: IN,
+            max_output_bytes: OUT,
+            dtype_mask: NpuCapabilities::dtype_bit(DType::Int8)
+                | NpuCapabilities::dtype_bit(DType::UInt8)
+                | NpuCapabilities::dtype_bit(DType::Int16),
+            async_invoke: true,
+            max_resident_models: 1,
+        }
+    }
+
+    fn state(&self) -> NpuState {
+        self.state
+    }
+
+    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
+        self.expect(NpuState::Idle)?;
+        let caps = self.capabilities();
+        for t in [model.input, model.output] {
+            if !caps.supports(t.dtype) {
+                return Err(NpuError::UnsupportedDtype(t.dtype));
+            }
+        }
+        if model.input.byte_len() > IN || model.output.byte_len() > OUT {
+            return Err(NpuError::ModelTooLarge);
+        }
+        self.model = Some(*model);
+        self.input_valid = false;
+        self.output_valid = false;
+        Ok(())
+    }
+
+    fn unload_model(&mut self) {
+        self.model = None;
+        self.input_valid = false;
+        self.output_valid = false;
+    }
+
+    fn loaded_model(&self) -> Option<u32> {
+        self.model.map(|m| m.id)
+    }
+
+    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
+        self.expect(NpuState::Idle)?;
+        let model = self.model.ok_or(NpuError::NoModel)?;
+        let expected = model.input.byte_len();
+        if input.len() != expected {
+            return Err(NpuError::InputSizeMismatch {
+                expected,
+                actual: input.len(),
+            });
+        }
+        self.input[..expected].copy_from_slice(input);
+        self.input_valid = true;
+        Ok(())
+    }
+
+    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
+        let model = self.check_ready()?;
+        self.time.delay_us(self.latency_us);
+        self.execute(model)
+    }
+
+    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
+        self.check_ready()?;
+        self.state = NpuState::Busy;
+        self.output_valid = false;
+        self.pending = Some(Pending {
+            done_at_us: self.time.now_us().saturating_add(self.latency_us),
+            callback: done,
+            context,
+        });
+        Ok(())
+    }
+
+    fn poll(&mut self) -> bool {
+        let Some(p) = self.pending else {
+            return false;
+        };
+        if self.time.now_us() < p.done_at_us {
+            return false;
+        }
+        self.pending = None;
+        let Some(model) = self.model else {
+            return false;
+        };
+        let result = self.execute(model);
+        (p.callback)(p.context, result);
+        true
+    }
+
+    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
+        self.expect(NpuState::Idle)?;
+        let model = self.model.ok_or(NpuError::NoModel)?;
+        if !self.output_valid {
+            return Err(NpuError::NoOutput);
+        }
+        let needed = model.output.byte_len();
+        if output.len() < needed {
+            return Err(NpuError::OutputTooSmall {
+                needed,
+                actual: output.len(),
+            });
+        }
+        output[..needed].copy_from_slice(&self.output[..needed]);
+        Ok(needed)
+    }
+
+    fn suspend(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Idle)?;
+        self.state = NpuState::Suspended;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Suspended)?;
+        self.state = NpuState::Idle;
+        Ok(())
+    }
+
+    fn clear_error(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Error)?;
+        self.state = NpuState::Idle;
+        Ok(())
+    }
+}

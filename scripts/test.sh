@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Set up what is missing, then run every test tier (docs/testing.md):
+#   host    formatting, clippy, unit/property/loom tests, ABI header checks
+#   cross   every no_std crate for the three Cortex-M targets
+#   zephyr  twister on qemu_cortex_m3 (tests/), mps2/an521/cpu0 with
+#           sysbuild (both cores in QEMU), frdm_mcxn947 build-only;
+#           run whenever a Zephyr workspace is present, SKIPPED otherwise.
+# Each tier ends with `TIER <name>: N passed, N failed` (or SKIPPED), and the
+# run with `N passed, N failed` over every executed case.
+#
+#   scripts/test.sh [--tier host|cross|zephyr]...
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+tiers=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --tier) tiers+=("$2"); shift 2 ;;
+        -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) echo "test: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+[ "${#tiers[@]}" -gt 0 ] || tiers=(host cross zephyr)
+
+"$root/scripts/setup.sh" || { echo "test: setup failed"; echo "0 passed, 1 failed"; exit 1; }
+# shellcheck source=scripts/env.sh
+. "$root/scripts/env.sh"
+
+total_passed=0
+total_failed=0
+tier_passed=0
+tier_failed=0
+log_dir="$(mktemp -d)"
+trap 'rm -rf "$log_dir"' EXIT
+
+# One named check = one case.
+check() {
+    local name="$1"
+    shift
+    local log="$log_dir/check.log"
+    if "$@" >"$log" 2>&1; then
+        echo "  PASS    $name"
+        tier_passed=$((tier_passed + 1))
+    else
+        echo "  FAIL    $name"
+        sed 's/^/          | /' "$log" | tail -n 60
+        tier_failed=$((tier_failed + 1))
+    fi
+}
+
+# A cargo test run: every test counts; a run that does not build is one failure.
+cargo_tests() {
+    local name="$1"
+    shift
+    local log="$log_dir/cargo.log"
+    "$@" >"$log" 2>&1
+    local status=$?
+    local passed failed
+    passed="$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^passed/) n += $i } END { print n + 0 }' "$log")"
+    failed="$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^failed/) n += $i } END { print n + 0 }' "$log")"
+    passed="${passed:-0}"
+    failed="${failed:-0}"
+    if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+        failed=1
+    fi
+    grep -E '^test .* \.\.\. FAILED$|^---- ' "$log" | sed 's/^/          | /' | head -n 40
+    if [ "$status" -ne 0 ]; then
+        tail -n 40 "$log" | sed 's/^/          | /'
+    fi
+    echo "  $( [ "$failed" -eq 0 ] && echo PASS || echo FAIL )    $name: $passed passed, $failed failed"
+    tier_passed=$((tier_passed + passed))
+    tier_failed=$((tier_failed + failed))
+}
+
+end_tier() {
+    echo "TIER $1: $tier_passed passed, $tier_failed failed"
+    total_passed=$((total_passed + tier_passed))
+    total_failed=$((total_failed + tier_failed))
+    tier_passed=0
+    tier_failed=0
+}
+
+portable_crates=(synaptic-abi synaptic-ring synaptic-ipc synaptic-runtime)
+thumb_targets=(thumbv7m-none-eabi thumbv8m.main-none-eabi thumbv8m.main-none-eabihf)
+# Rust that only builds inside Zephyr: formatted here, linted by every Zephyr build.
+zephyr_rust_files() {
+    find "$root/rust/synaptic-zephyr" "$root/tests" "$root/samples" -name '*.rs' -not -path '*/target/*' | sort
+}
+
+tier_host() {
+    echo "=== tier host"
+    cd "$root/rust" || return
+    check "cargo fmt --check" cargo fmt --all --check
+    check "rustfmt --check (Zephyr crates)" bash -c 'rustfmt --check --edition 2021 $0 "$@"' $(zephyr_rust_files)
+    check "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+    cargo_tests "cargo test --workspace" cargo test --workspace
+    if [ -f "$root/rust/synaptic-ring/tests/loom.rs" ]; then
+        cargo_tests "loom model check of the ring" \
+            env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$root/rust/target/loom" \
+            cargo test -p synaptic-ring --test loom --release
+    fi
+    for script in check-abi.sh check-no-rmw.sh; do
+        if [ -x "$root/scripts/$script" ]; then
+            check "scripts/$script" "$root/scripts/$script"
+        fi
+    done
+    cd "$root" || return
+    end_tier host
+}
+
+tier_cross() {
+    echo "=== tier cross"
+    cd "$root/rust" || return
+    for target in "${thumb_targets[@]}"; do
+        for crate in "${portable_crates[@]}"; do
+            check "$crate for $target" cargo build --quiet --release -p "$crate" --target "$target"
+        done
+    done
+    cd "$root" || return
+    end_tier cross
+}
+
+tier_zephyr() {
+    echo "=== tier zephyr"
+    if [ -z "${ZEPHYR_BASE:-}" ]; then
+        echo "TIER zephyr: SKIPPED (no Zephyr workspace: set ZEPHYR_BASE, or create ~/zephyrproject; see README)"
+        return
+    fi
+    local out="${SYNAPTIC_TWISTER_OUT:-$root/build/twister}"
+    rm -rf "$out"
+    echo "  twister against $ZEPHYR_BASE, output in $out"
+    (
+        cd "$SYNAPTIC_WORKSPACE" &&
+            west twister \
+                -p qemu_cortex_m3 -p mps2/an521/cpu0 -p frdm_mcxn947/mcxn947/cpu0 \
+                -T "$root/tests" -T "$root/samples" \
+                -x "ZEPHYR_EXTRA_MODULES=$root" \
+                --outdir "$out" --inline-logs --jobs "$(nproc)"
+    ) >"$log_dir/twister.log" 2>&1
+    local status=$?
+    grep -E "INFO|ERROR|WARNING" "$log_dir/twister.log" | grep -vE "^\s*$" | tail -n 25 | sed 's/^/          | /'
+    if [ ! -f "$out/twister.json" ]; then
+        tail -n 60 "$log_dir/twister.log" | sed 's/^/          | /'
+        echo "  FAIL    twister produced no report (exit $status)"
+        tier_failed=$((tier_failed + 1))
+        end_tier zephyr
+        return
+    fi
+    local counts
+    python3 "$root/scripts/twister_summary.py" "$out/twister.json" >"$log_dir/summary.txt"
+    sed '$d' "$log_dir/summary.txt"
+    counts="$(tail -n 1 "$log_dir/summary.txt")"
+    read -r zp zf zs <<<"$counts"
+    tier_passed=$((tier_passed + zp))
+    tier_failed=$((tier_failed + zf))
+    if [ "$status" -ne 0 ] && [ "$zf" -eq 0 ]; then
+        echo "  FAIL    twister exited $status"
+        tier_failed=$((tier_failed + 1))
+    fi
+    [ "$zs" -eq 0 ] || echo "  ($zs cases skipped by their own choice)"
+    end_tier zephyr
+}
+
+for tier in "${tiers[@]}"; do
+    case "$tier" in
+        host) tier_host ;;
+        cross) tier_cross ;;
+        zephyr) tier_zephyr ;;
+        *) echo "test: unknown tier '$tier'" >&2; exit 2 ;;
+    esac
+done
+
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]
