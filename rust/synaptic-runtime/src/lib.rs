@@ -13,4 +13,5 @@
 
 pub mod arena;
 pub mod npu;
+pub mod registry;
 pub mod time;

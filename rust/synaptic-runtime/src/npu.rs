@@ -422,9 +422,7 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
     fn execute(&mut self, model: NpuModel) -> Result<NpuRun, NpuError> {
         self.invokes = self.invokes.wrapping_add(1);
         let input = &self.input[..model.input.byte_len()];
-        let every = self
-            .fail_every
-            .is_some_and(|n| self.invokes % n.get() == 0);
+        let every = self.fail_every.is_some_and(|n| self.invokes % n.get() == 0);
         let marked = self.fail_on_marker && input.first() == Some(&FAIL_MARKER);
         if every || marked {
             self.state = NpuState::Error;
