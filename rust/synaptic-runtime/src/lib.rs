@@ -11,6 +11,9 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+extern crate std;
+
 pub mod arena;
 pub mod npu;
 pub mod registry;

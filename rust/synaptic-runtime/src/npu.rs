@@ -581,3 +581,194 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::FakeClock;
+    use core::cell::Cell;
+
+    type Npu<'c> = StubNpu<&'c FakeClock, 64, 16>;
+
+    fn model(id: u32, n_in: usize, n_out: usize) -> NpuModel {
+        NpuModel {
+            id,
+            input: TensorMeta::vector(DType::Int8, n_in).unwrap(),
+            output: TensorMeta::vector(DType::Int8, n_out).unwrap(),
+            flash_offset: 0,
+            flash_size: 0,
+        }
+    }
+
+    fn ready(clock: &FakeClock) -> Npu<'_> {
+        let mut n: Npu<'_> = StubNpu::new(clock, 0);
+        n.init().unwrap();
+        n.load_model(&model(1, 4, 4)).unwrap();
+        n
+    }
+
+    #[test]
+    fn output_is_the_documented_function() {
+        // Known answers computed independently of this crate.
+        assert_eq!(stub_input_hash(0, 1, &[1, 2, 3, 4]), 0xE132_6688);
+        let clock = FakeClock::new(0);
+        let mut n = ready(&clock);
+        n.set_input(&[1, 2, 3, 4]).unwrap();
+        n.invoke().unwrap();
+        let mut out = [0u8; 8];
+        assert_eq!(n.get_output(&mut out), Ok(4));
+        assert_eq!(&out[..4], &[187, 115, 110, 65]);
+        // Same input, same output; one changed bit, different output.
+        n.set_input(&[1, 2, 3, 4]).unwrap();
+        n.invoke().unwrap();
+        let mut again = [0u8; 4];
+        n.get_output(&mut again).unwrap();
+        assert_eq!(again, [187, 115, 110, 65]);
+        n.set_input(&[1, 2, 3, 5]).unwrap();
+        n.invoke().unwrap();
+        n.get_output(&mut again).unwrap();
+        assert_ne!(again, [187, 115, 110, 65]);
+    }
+
+    #[test]
+    fn state_machine_transitions() {
+        let clock = FakeClock::new(0);
+        let mut n: Npu<'_> = StubNpu::new(&clock, 0);
+        assert_eq!(n.state(), NpuState::Off);
+        assert_eq!(
+            n.load_model(&model(1, 4, 4)),
+            Err(NpuError::WrongState(NpuState::Off))
+        );
+        n.init().unwrap();
+        assert_eq!(n.init(), Err(NpuError::WrongState(NpuState::Idle)));
+        assert_eq!(n.set_input(&[0; 4]), Err(NpuError::NoModel));
+        n.load_model(&model(1, 4, 4)).unwrap();
+        assert_eq!(n.invoke(), Err(NpuError::NoInput));
+        let mut out = [0u8; 4];
+        assert_eq!(n.get_output(&mut out), Err(NpuError::NoOutput));
+        n.suspend().unwrap();
+        assert_eq!(n.state(), NpuState::Suspended);
+        assert_eq!(
+            n.set_input(&[0; 4]),
+            Err(NpuError::WrongState(NpuState::Suspended))
+        );
+        assert_eq!(n.suspend(), Err(NpuError::WrongState(NpuState::Suspended)));
+        n.resume().unwrap();
+        assert_eq!(n.resume(), Err(NpuError::WrongState(NpuState::Idle)));
+        assert_eq!(n.loaded_model(), Some(1));
+        n.deinit();
+        assert_eq!((n.state(), n.loaded_model()), (NpuState::Off, None));
+    }
+
+    #[test]
+    fn size_and_dtype_checks() {
+        let clock = FakeClock::new(0);
+        let mut n = ready(&clock);
+        assert_eq!(
+            n.set_input(&[0; 5]),
+            Err(NpuError::InputSizeMismatch {
+                expected: 4,
+                actual: 5
+            })
+        );
+        assert_eq!(n.load_model(&model(2, 65, 1)), Err(NpuError::ModelTooLarge));
+        assert_eq!(n.load_model(&model(2, 1, 17)), Err(NpuError::ModelTooLarge));
+        let mut f = model(2, 1, 1);
+        f.output = TensorMeta::vector(DType::Float32, 1).unwrap();
+        assert_eq!(
+            n.load_model(&f),
+            Err(NpuError::UnsupportedDtype(DType::Float32))
+        );
+        assert!(!n.capabilities().supports(DType::Float32));
+        assert!(n.capabilities().supports(DType::Int8));
+        n.set_input(&[0; 4]).unwrap();
+        n.invoke().unwrap();
+        let mut short = [0u8; 3];
+        assert_eq!(
+            n.get_output(&mut short),
+            Err(NpuError::OutputTooSmall {
+                needed: 4,
+                actual: 3
+            })
+        );
+    }
+
+    #[test]
+    fn latency_is_consumed_through_the_time_source() {
+        let clock = FakeClock::new(1_000);
+        let mut n = ready(&clock);
+        n.set_latency_us(750);
+        n.set_input(&[9; 4]).unwrap();
+        assert_eq!(n.invoke(), Ok(NpuRun { latency_us: 750 }));
+        assert_eq!(clock.now_us(), 1_750);
+    }
+
+    #[test]
+    fn fails_every_nth_invoke_and_recovers() {
+        let clock = FakeClock::new(0);
+        let mut n = ready(&clock);
+        n.fail_every(NonZeroU32::new(3));
+        n.set_input(&[0; 4]).unwrap();
+        assert!(n.invoke().is_ok());
+        assert!(n.invoke().is_ok());
+        assert_eq!(n.invoke(), Err(NpuError::DeviceFault));
+        assert_eq!(n.state(), NpuState::Error);
+        assert_eq!(n.invoke(), Err(NpuError::WrongState(NpuState::Error)));
+        let mut out = [0u8; 4];
+        assert_eq!(
+            n.get_output(&mut out),
+            Err(NpuError::WrongState(NpuState::Error))
+        );
+        n.clear_error().unwrap();
+        assert!(n.invoke().is_ok());
+        assert_eq!(n.invoke_count(), 4);
+        assert_eq!(NpuError::DeviceFault.to_errno(), Errno::Io);
+    }
+
+    #[test]
+    fn fails_on_the_marker_byte_only_when_enabled() {
+        let clock = FakeClock::new(0);
+        let mut n = ready(&clock);
+        n.set_input(&[FAIL_MARKER, 0, 0, 0]).unwrap();
+        assert!(n.invoke().is_ok());
+        n.fail_on_marker(true);
+        assert_eq!(n.invoke(), Err(NpuError::DeviceFault));
+        n.clear_error().unwrap();
+        n.set_input(&[0, FAIL_MARKER, 0, 0]).unwrap();
+        assert!(n.invoke().is_ok());
+    }
+
+    #[test]
+    fn async_invoke_completes_on_poll_after_latency() {
+        std::thread_local! {
+            static DONE: Cell<Option<(usize, Result<NpuRun, NpuError>)>> = const { Cell::new(None) };
+        }
+        fn done(ctx: usize, r: Result<NpuRun, NpuError>) {
+            DONE.with(|d| d.set(Some((ctx, r))));
+        }
+        let clock = FakeClock::new(0);
+        let mut n = ready(&clock);
+        n.set_latency_us(100);
+        n.set_input(&[1, 2, 3, 4]).unwrap();
+        n.invoke_async(done, 42).unwrap();
+        assert_eq!(n.state(), NpuState::Busy);
+        assert_eq!(
+            n.set_input(&[0; 4]),
+            Err(NpuError::WrongState(NpuState::Busy))
+        );
+        clock.advance(99);
+        assert!(!n.poll());
+        assert_eq!(DONE.with(Cell::get), None);
+        clock.advance(1);
+        assert!(n.poll());
+        assert_eq!(
+            DONE.with(Cell::get),
+            Some((42, Ok(NpuRun { latency_us: 100 })))
+        );
+        assert_eq!(n.state(), NpuState::Idle);
+        let mut out = [0u8; 4];
+        n.get_output(&mut out).unwrap();
+        assert_eq!(out, [187, 115, 110, 65]);
+        assert!(!n.poll());
+    }
+}

@@ -86,8 +86,11 @@ mod tests {
         assert_eq!(c.now_us(), 7);
         assert_eq!(c.now_us(), 7);
         c.advance(3);
-        (&c).delay_us(10);
-        assert_eq!((&c).now_us(), 20);
+        fn through_reference<T: Clock + Delay>(t: T) -> u64 {
+            t.delay_us(10);
+            t.now_us()
+        }
+        assert_eq!(through_reference(&c), 20);
         c.advance(u64::MAX);
         assert_eq!(c.now_us(), u64::MAX);
     }
