@@ -15,6 +15,7 @@
 extern crate std;
 
 pub mod arena;
+pub mod dsp;
 pub mod npu;
 pub mod registry;
 pub mod time;
