@@ -17,5 +17,6 @@ extern crate std;
 pub mod arena;
 pub mod dsp;
 pub mod npu;
+pub mod process;
 pub mod registry;
 pub mod time;
