@@ -17,6 +17,7 @@ extern crate std;
 pub mod arena;
 pub mod dsp;
 pub mod npu;
+pub mod pipeline;
 pub mod process;
 pub mod registry;
 pub mod time;
