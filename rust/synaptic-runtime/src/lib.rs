@@ -19,5 +19,6 @@ pub mod dsp;
 pub mod npu;
 pub mod pipeline;
 pub mod process;
+pub mod prof;
 pub mod registry;
 pub mod time;
