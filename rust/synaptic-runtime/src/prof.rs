@@ -92,11 +92,9 @@ pub struct Profiler {
 }
 
 fn permille(part: u64, whole: u64) -> u32 {
-    if whole == 0 {
-        0
-    } else {
-        (part.saturating_mul(1000) / whole).min(1000) as u32
-    }
+    part.saturating_mul(1000)
+        .checked_div(whole)
+        .map_or(0, |p| p.min(1000) as u32)
 }
 
 impl Profiler {
