@@ -21,4 +21,5 @@ pub mod pipeline;
 pub mod process;
 pub mod prof;
 pub mod registry;
+pub mod sched;
 pub mod time;
