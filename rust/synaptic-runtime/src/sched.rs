@@ -791,3 +791,521 @@ fn run_step<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usi
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::DType;
+    use crate::npu::{stub_output, StubNpu, FAIL_MARKER};
+    use crate::pipeline::Stage;
+    use crate::process::stages::{StageConfig, StageFn};
+    use crate::registry::{ModelDesc, ModelHandle};
+    use crate::time::FakeClock;
+    use core::cell::{Cell, RefCell};
+    use heapless::Vec;
+
+    const STAGE_US: u64 = 200;
+    const NPU_US: u64 = 1000;
+    const SEED: u32 = 7;
+
+    type Calls = Vec<(JobId, Result<[u8; 4], JobError>, usize), 8>;
+
+    std::thread_local! {
+        static STAGE_CLOCK: Cell<Option<&'static FakeClock>> = const { Cell::new(None) };
+        static CALLS: RefCell<Calls> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A clock shared by the NPU, the scheduler and the test stages of this thread.
+    fn new_clock() -> &'static FakeClock {
+        let c: &'static FakeClock = std::boxed::Box::leak(std::boxed::Box::new(FakeClock::new(0)));
+        STAGE_CLOCK.with(|s| s.set(Some(c)));
+        c
+    }
+
+    /// Copies its input and takes `STAGE_US` of (fake) time.
+    fn slow_identity(
+        input: &TensorRef<'_>,
+        out: &mut [u8],
+        _: &StageConfig,
+    ) -> Result<TensorMeta, ProcessError> {
+        if let Some(c) = STAGE_CLOCK.with(Cell::get) {
+            c.advance(STAGE_US);
+        }
+        let n = input.data().len();
+        if out.len() < n {
+            return Err(ProcessError::OutputTooSmall {
+                needed: n,
+                actual: out.len(),
+            });
+        }
+        out[..n].copy_from_slice(input.data());
+        Ok(input.meta())
+    }
+
+    /// Adds 1 to every byte (makes the stage's effect visible).
+    fn increment(
+        input: &TensorRef<'_>,
+        out: &mut [u8],
+        _: &StageConfig,
+    ) -> Result<TensorMeta, ProcessError> {
+        for (o, &i) in out.iter_mut().zip(input.data()) {
+            *o = i.wrapping_add(1);
+        }
+        Ok(input.meta())
+    }
+
+    fn stage(func: StageFn) -> Stage {
+        Stage {
+            name: "test",
+            func,
+            config: StageConfig::None,
+        }
+    }
+
+    fn record(id: JobId, result: Result<TensorRef<'_>, JobError>, context: usize) {
+        let result = result.map(|t| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&t.data()[..4]);
+            b
+        });
+        CALLS.with(|c| c.borrow_mut().push((id, result, context)).unwrap());
+    }
+
+    struct Rig {
+        clock: &'static FakeClock,
+        registry: Registry<4>,
+        npu: StubNpu<&'static FakeClock, 64, 16>,
+        pool: PipelinePool<4, 8>,
+        model: ModelHandle,
+        profiler: Profiler,
+    }
+
+    impl Rig {
+        fn new() -> Rig {
+            let clock = new_clock();
+            let mut registry = Registry::new();
+            let model = registry
+                .register(&ModelDesc {
+                    name: "m",
+                    version: 1,
+                    input: TensorMeta::vector(DType::Int8, 8).unwrap(),
+                    output: TensorMeta::vector(DType::Int8, 4).unwrap(),
+                    flash_offset: 0,
+                    flash_size: 0,
+                    sram_needed: 0,
+                    crc32: 0,
+                })
+                .unwrap();
+            let mut npu = StubNpu::new(clock, SEED);
+            npu.init().unwrap();
+            npu.set_latency_us(NPU_US);
+            let mut profiler = Profiler::new();
+            profiler.enable(clock);
+            Rig {
+                clock,
+                registry,
+                npu,
+                pool: PipelinePool::new(),
+                model,
+                profiler,
+            }
+        }
+
+        /// `pre` stages, the model, then `post` stages.
+        fn pipeline(&mut self, name: &str, pre: &[StageFn], post: &[StageFn]) -> PipelineId {
+            let id = self.pool.create(name).unwrap();
+            for f in pre {
+                self.pool.add_preprocess(id, stage(*f)).unwrap();
+            }
+            self.pool.add_model(id, self.model).unwrap();
+            for f in post {
+                self.pool.add_postprocess(id, stage(*f)).unwrap();
+            }
+            self.pool.build(id).unwrap();
+            id
+        }
+
+        fn env(&mut self) -> Env<'_, StubNpu<&'static FakeClock, 64, 16>, FakeClock, 4, 4, 8> {
+            Env {
+                registry: &mut self.registry,
+                npu: &mut self.npu,
+                pipelines: &self.pool,
+                clock: self.clock,
+                profiler: Some(&mut self.profiler),
+            }
+        }
+    }
+
+    fn input(bytes: &[u8; 8]) -> TensorRef<'_> {
+        TensorRef::wrap(TensorMeta::vector(DType::Int8, 8).unwrap(), bytes).unwrap()
+    }
+
+    fn expected(model: ModelHandle, input: &[u8]) -> [u8; 4] {
+        let mut out = [0u8; 4];
+        stub_output(SEED, model.raw(), input, &mut out);
+        out
+    }
+
+    fn with(request: JobRequest<'_>, priority: Priority, preemptible: bool) -> JobRequest<'_> {
+        JobRequest {
+            priority,
+            preemptible,
+            ..request
+        }
+    }
+
+    #[test]
+    fn run_sync_gives_the_stub_output_through_every_stage() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[increment], &[increment]);
+        let data = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        assert_eq!(sched.buffer_len(), 64);
+        let mut out = [0u8; 16];
+        let (meta, n) = sched
+            .run_sync(JobRequest::new(p, input(&data)), &mut out, &mut rig.env())
+            .unwrap();
+        assert_eq!((meta.dtype, n), (DType::Int8, 4));
+        let mut e = expected(rig.model, &[2, 3, 4, 5, 6, 7, 8, 9]);
+        e.iter_mut().for_each(|b| *b = b.wrapping_add(1));
+        assert_eq!(&out[..4], &e);
+        let last = rig.profiler.last().unwrap();
+        assert_eq!((last.npu_us, last.total_us), (NPU_US, NPU_US));
+        // The model step holds its 8-byte input and 4-byte output buffers.
+        assert_eq!(last.memory_peak, 12);
+    }
+
+    #[test]
+    fn higher_priority_runs_first_and_fifo_within_a_class() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [0u8; 8];
+        let mut work = [0u8; 512];
+        let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
+        let classes = [
+            Priority::BestEffort,
+            Priority::Normal,
+            Priority::Normal,
+            Priority::RealTime,
+        ];
+        let [low, n1, n2, rt]: [JobId; 4] = core::array::from_fn(|i| {
+            let req = with(JobRequest::new(p, input(&data)), classes[i], true);
+            sched.submit(req, &rig.pool, rig.clock).unwrap()
+        });
+        let mut order: Vec<JobId, 4> = Vec::new();
+        let mut env = rig.env();
+        while let StepOutcome::Ran { job, .. } = sched.step(&mut env) {
+            order.push(job).unwrap();
+        }
+        assert_eq!(order.as_slice(), &[rt, n1, n2, low]);
+    }
+
+    /// Job A (Normal): slow pre stage, model, three slow post stages. Job B
+    /// (RealTime, model only) arrives after A's first stage.
+    fn preemption_scenario(preemptible: bool) -> (u64, Vec<(JobId, u8), 8>, JobId, JobId, [u8; 4]) {
+        let mut rig = Rig::new();
+        let a = rig.pipeline(
+            "a",
+            &[slow_identity],
+            &[slow_identity, slow_identity, slow_identity],
+        );
+        let b = rig.pipeline("b", &[], &[]);
+        let a_data = [9u8; 8];
+        let b_data = [3u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        let ja = sched
+            .submit(
+                with(
+                    JobRequest::new(a, input(&a_data)),
+                    Priority::Normal,
+                    preemptible,
+                ),
+                &rig.pool,
+                rig.clock,
+            )
+            .unwrap();
+        let mut trace: Vec<(JobId, u8), 8> = Vec::new();
+        let StepOutcome::Ran { job, step, .. } = sched.step(&mut rig.env()) else {
+            panic!()
+        };
+        trace.push((job, step)).unwrap();
+        assert_eq!(rig.clock.now_us(), STAGE_US);
+        let jb = sched
+            .submit(
+                with(JobRequest::new(b, input(&b_data)), Priority::RealTime, true),
+                &rig.pool,
+                rig.clock,
+            )
+            .unwrap();
+        let arrived = rig.clock.now_us();
+        let mut b_done = 0;
+        loop {
+            match sched.step(&mut rig.env()) {
+                StepOutcome::Idle => break,
+                StepOutcome::Ran {
+                    job,
+                    step,
+                    finished,
+                } => {
+                    trace.push((job, step)).unwrap();
+                    if job == jb && finished {
+                        b_done = rig.clock.now_us();
+                    }
+                }
+            }
+        }
+        let mut out = [0u8; 4];
+        sched.get_result(ja, &mut out).unwrap();
+        assert_eq!(out, expected(rig.model, &a_data));
+        (b_done - arrived, trace, ja, jb, out)
+    }
+
+    #[test]
+    fn realtime_job_starts_at_the_next_stage_boundary() {
+        let (latency, trace, a, b, _) = preemption_scenario(true);
+        // B ran right after A's first stage: its latency is its own NPU time.
+        assert_eq!(latency, NPU_US);
+        assert_eq!(
+            trace.as_slice(),
+            &[(a, 0), (b, 0), (a, 1), (a, 2), (a, 3), (a, 4)]
+        );
+    }
+
+    #[test]
+    fn non_preemptible_job_runs_to_completion_first() {
+        let (latency, trace, a, b, out) = preemption_scenario(false);
+        // B waits for A's model and three post stages.
+        assert_eq!(latency, NPU_US + 3 * STAGE_US + NPU_US);
+        assert_eq!(
+            trace.as_slice(),
+            &[(a, 0), (a, 1), (a, 2), (a, 3), (a, 4), (b, 0)]
+        );
+        // Preemption does not change the result.
+        assert_eq!(out, preemption_scenario(true).4);
+    }
+
+    #[test]
+    fn max_concurrent_one_disables_preemption() {
+        let mut rig = Rig::new();
+        let a = rig.pipeline("a", &[slow_identity], &[]);
+        let b = rig.pipeline("b", &[], &[]);
+        let data = [0u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        assert_eq!(
+            sched.set_max_concurrent(0),
+            Err(SchedError::InvalidArgument)
+        );
+        assert_eq!(
+            sched.set_max_concurrent(3),
+            Err(SchedError::InvalidArgument)
+        );
+        sched.set_max_concurrent(1).unwrap();
+        let ja = sched
+            .submit(JobRequest::new(a, input(&data)), &rig.pool, rig.clock)
+            .unwrap();
+        sched.step(&mut rig.env());
+        let jb = sched
+            .submit(
+                with(JobRequest::new(b, input(&data)), Priority::RealTime, true),
+                &rig.pool,
+                rig.clock,
+            )
+            .unwrap();
+        assert_eq!(
+            sched.step(&mut rig.env()),
+            StepOutcome::Ran {
+                job: ja,
+                step: 1,
+                finished: true
+            }
+        );
+        assert_eq!(sched.status(jb), Ok(JobStatus::Queued));
+    }
+
+    #[test]
+    fn wait_times_out_then_completes() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[slow_identity], &[slow_identity]);
+        let data = [5u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        let id = sched
+            .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
+            .unwrap();
+        assert_eq!(
+            sched.wait(id, 500, &mut rig.env()),
+            Err(SchedError::TimedOut)
+        );
+        // One stage (200) is under 500, the model (1000) crosses it.
+        assert_eq!(rig.clock.now_us(), STAGE_US + NPU_US);
+        assert_eq!(sched.status(id), Ok(JobStatus::Running { next_step: 2 }));
+        assert_eq!(
+            sched.get_result(id, &mut [0; 4]),
+            Err(SchedError::NotFinished)
+        );
+        let meta = sched.wait(id, 10_000, &mut rig.env()).unwrap();
+        assert_eq!(meta.byte_len(), 4);
+        assert_eq!(
+            sched.output(id).unwrap().data(),
+            &expected(rig.model, &data)
+        );
+        assert_eq!(
+            sched.get_result(id, &mut [0; 3]),
+            Err(SchedError::OutputTooSmall {
+                needed: 4,
+                actual: 3
+            })
+        );
+        sched.release(id).unwrap();
+        assert_eq!(sched.status(id), Err(SchedError::StaleJob));
+    }
+
+    #[test]
+    fn cancel_queued_and_running_jobs() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[slow_identity], &[]);
+        let data = [0u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        CALLS.with(|c| c.borrow_mut().clear());
+        let queued = sched
+            .submit(
+                JobRequest {
+                    callback: Some((record, 11)),
+                    ..JobRequest::new(p, input(&data))
+                },
+                &rig.pool,
+                rig.clock,
+            )
+            .unwrap();
+        sched.cancel(queued).unwrap();
+        CALLS.with(|c| {
+            assert_eq!(
+                c.borrow().as_slice(),
+                &[(queued, Err(JobError::Cancelled), 11)]
+            )
+        });
+        assert_eq!(sched.cancel(queued), Err(SchedError::StaleJob));
+        let running = sched
+            .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
+            .unwrap();
+        sched.step(&mut rig.env());
+        sched.cancel(running).unwrap();
+        assert_eq!(sched.pending(), 0);
+        assert_eq!(sched.run_until_idle(&mut rig.env()), 0);
+        let done = sched
+            .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
+            .unwrap();
+        sched.run_until_idle(&mut rig.env());
+        assert_eq!(sched.cancel(done), Err(SchedError::AlreadyFinished));
+        assert_eq!(JobError::Cancelled.to_errno(), Errno::Canceled);
+    }
+
+    #[test]
+    fn callback_gets_the_output_and_the_slot_is_reclaimed() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [8u8; 8];
+        let mut work = [0u8; 128];
+        let mut sched: Scheduler<'_, 1> = Scheduler::new(&mut work);
+        CALLS.with(|c| c.borrow_mut().clear());
+        let req = JobRequest {
+            callback: Some((record, 99)),
+            ..JobRequest::new(p, input(&data))
+        };
+        let id = sched.submit(req, &rig.pool, rig.clock).unwrap();
+        assert_eq!(
+            sched.submit(req, &rig.pool, rig.clock),
+            Err(SchedError::Full)
+        );
+        sched.run_until_idle(&mut rig.env());
+        CALLS.with(|c| {
+            assert_eq!(
+                c.borrow().as_slice(),
+                &[(id, Ok(expected(rig.model, &data)), 99)]
+            );
+        });
+        assert_eq!(sched.status(id), Err(SchedError::StaleJob));
+        let again = sched.submit(req, &rig.pool, rig.clock).unwrap();
+        assert_ne!(again, id);
+    }
+
+    #[test]
+    fn npu_fault_fails_the_job_and_the_next_job_still_runs() {
+        let mut rig = Rig::new();
+        rig.npu.fail_on_marker(true);
+        let p = rig.pipeline("p", &[], &[increment]);
+        let bad = [FAIL_MARKER, 0, 0, 0, 0, 0, 0, 0];
+        let good = [1u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        let mut out = [0u8; 4];
+        let e = sched
+            .run_sync(JobRequest::new(p, input(&bad)), &mut out, &mut rig.env())
+            .unwrap_err();
+        assert_eq!(e, SchedError::Job(JobError::Npu(NpuError::DeviceFault)));
+        assert_eq!(e.to_errno(), Errno::Io);
+        assert_eq!(rig.profiler.summary().count, 0);
+        assert!(sched
+            .run_sync(JobRequest::new(p, input(&good)), &mut out, &mut rig.env())
+            .is_ok());
+        assert_eq!(rig.profiler.summary().count, 1);
+    }
+
+    #[test]
+    fn missed_deadline_and_submit_errors() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[slow_identity], &[]);
+        let unbuilt = rig.pool.create("unbuilt").unwrap();
+        let data = [0u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        assert_eq!(
+            sched.submit(JobRequest::new(unbuilt, input(&data)), &rig.pool, rig.clock),
+            Err(SchedError::Pipeline(PipelineError::NotBuilt))
+        );
+        let req = JobRequest {
+            deadline_us: Some(STAGE_US / 2),
+            ..JobRequest::new(p, input(&data))
+        };
+        let id = sched.submit(req, &rig.pool, rig.clock).unwrap();
+        // The first stage runs (deadline not yet passed), then the job is failed.
+        assert_eq!(
+            sched.wait(id, u64::MAX, &mut rig.env()),
+            Err(SchedError::Job(JobError::DeadlineMissed))
+        );
+        assert_eq!(rig.clock.now_us(), STAGE_US);
+        assert_eq!(rig.npu.invoke_count(), 0);
+    }
+
+    #[test]
+    fn small_work_buffer_and_stale_model_fail_cleanly() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [0u8; 8];
+        let mut tiny = [0u8; 8];
+        let mut sched: Scheduler<'_, 1> = Scheduler::new(&mut tiny);
+        assert_eq!(sched.buffer_len(), 0);
+        let mut out = [0u8; 4];
+        assert_eq!(
+            sched.run_sync(JobRequest::new(p, input(&data)), &mut out, &mut rig.env()),
+            Err(SchedError::Job(JobError::BufferTooSmall {
+                needed: 4,
+                available: 0
+            }))
+        );
+        let mut work = [0u8; 128];
+        let mut sched: Scheduler<'_, 1> = Scheduler::new(&mut work);
+        let model = rig.model;
+        rig.registry.unregister(model).unwrap();
+        assert_eq!(
+            sched.run_sync(JobRequest::new(p, input(&data)), &mut out, &mut rig.env()),
+            Err(SchedError::Job(JobError::Registry(
+                RegistryError::StaleHandle
+            )))
+        );
+    }
+}
