@@ -543,4 +543,98 @@ mod tests {
         fft_f32(&mut x).unwrap();
         assert_eq!(x, [Complex32::new(4.0, -1.0), Complex32::new(2.0, 3.0)]);
     }
+
+    // --- verification against references and invariants ---
+
+    /// Deterministic pseudo-random values (xorshift32) for reference checks.
+    fn xorshift(state: &mut u32) -> u32 {
+        *state ^= *state << 13;
+        *state ^= *state >> 17;
+        *state ^= *state << 5;
+        *state
+    }
+
+    #[test]
+    fn verify_normalize_identity_over_the_whole_int8_range() {
+        let input: [i8; 256] = core::array::from_fn(|i| (i as i32 - 128) as i8);
+        let mut out = [0i8; 256];
+        normalize_int8(&input, &mut out, 0, 256).unwrap();
+        assert_eq!(out, input);
+    }
+
+    #[test]
+    fn verify_softmax_preserves_order_and_ignores_shifts() {
+        let x = [0.3f32, -1.2, 2.5, 0.0, 1.1];
+        let shifted = x.map(|v| v + 40.0);
+        let mut a = [0f32; 5];
+        let mut b = [0f32; 5];
+        softmax_f32(&x, &mut a).unwrap();
+        softmax_f32(&shifted, &mut b).unwrap();
+        for i in 0..5 {
+            assert!(close(a[i], b[i], 1e-6));
+            for j in 0..5 {
+                if x[i] > x[j] {
+                    assert!(a[i] > a[j]);
+                }
+            }
+        }
+        assert_eq!(argmax_f32(&a).unwrap().0, 2);
+    }
+
+    #[test]
+    fn verify_argmax_against_a_linear_scan() {
+        let mut state = 0x1234_5678;
+        for _ in 0..50 {
+            let v: [i8; 37] = core::array::from_fn(|_| xorshift(&mut state) as i8);
+            let max = *v.iter().max().unwrap();
+            let first = v.iter().position(|&x| x == max).unwrap();
+            assert_eq!(argmax_i8(&v), Ok((first, max)));
+        }
+    }
+
+    #[test]
+    fn verify_mat_mult_against_a_float_reference() {
+        let mut state = 0xDEAD_BEEF;
+        const M: usize = 3;
+        const K: usize = 5;
+        const N: usize = 4;
+        // Small values so no result saturates.
+        let a: [i16; M * K] = core::array::from_fn(|_| (xorshift(&mut state) as i16) / 8);
+        let b: [i16; K * N] = core::array::from_fn(|_| (xorshift(&mut state) as i16) / 8);
+        let mut c = [0i16; M * N];
+        mat_mult_q15(&a, &b, &mut c, M, K, N).unwrap();
+        for i in 0..M {
+            for j in 0..N {
+                let exact: f64 = (0..K)
+                    .map(|p| f64::from(a[i * K + p]) * f64::from(b[p * N + j]) / 32768.0)
+                    .sum();
+                let got = f64::from(c[i * N + j]);
+                assert!(
+                    (got - exact).abs() <= 0.5 + 1e-9,
+                    "({i},{j}): {got} vs {exact}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn verify_fft_inverse_round_trip() {
+        // ifft(X) = conj(fft(conj(X))) / N recovers the signal within 1e-4.
+        let mut state = 42;
+        let original: [Complex32; 256] = core::array::from_fn(|_| {
+            let re = (xorshift(&mut state) % 2000) as f32 / 1000.0 - 1.0;
+            let im = (xorshift(&mut state) % 2000) as f32 / 1000.0 - 1.0;
+            Complex32::new(re, im)
+        });
+        let mut x = original;
+        fft_f32(&mut x).unwrap();
+        for v in x.iter_mut() {
+            *v = v.conj();
+        }
+        fft_f32(&mut x).unwrap();
+        for (v, o) in x.iter().zip(original.iter()) {
+            let back = v.conj() / 256.0;
+            assert!((back - o).norm() < 1e-4);
+        }
+    }
 }
