@@ -209,6 +209,20 @@ impl From<ValidMessage> for Message {
 }
 
 impl ValidMessage {
+    /// A message of `msg_type` and `priority` with every other field zero
+    /// (no payload, id assigned by the sender).
+    pub const fn new(msg_type: MessageType, priority: Priority) -> Self {
+        ValidMessage {
+            msg_id: 0,
+            msg_type,
+            priority,
+            payload_len: 0,
+            payload_offset: 0,
+            timestamp_us: 0,
+            status: 0,
+        }
+    }
+
     /// The payload as a byte range from the region base, checked against the
     /// payload pool `pool` (also offsets from the region base).
     ///
