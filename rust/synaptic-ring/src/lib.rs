@@ -43,6 +43,8 @@
 #[cfg(test)]
 extern crate std;
 
+#[cfg(synaptic_probe)]
+pub mod probe;
 mod sync;
 
 use core::cell::Cell;
