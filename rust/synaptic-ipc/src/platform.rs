@@ -5,7 +5,7 @@
 //! not block; [`Semaphore::give`] must be callable from an ISR (the doorbell
 //! interrupt gives the dispatch semaphore), [`Semaphore::take`] only from a
 //! thread. On Zephyr these are the MHU/mbox drivers and `k_sem`; on the host,
-//! [`crate::host`] (feature `std`) provides Condvar-based ones.
+//! the `host` module (feature `std`) provides Condvar-based ones.
 
 /// How long a blocking call may wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
