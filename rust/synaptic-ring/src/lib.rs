@@ -108,6 +108,12 @@ const EMPTY_MESSAGE: Message = Message {
 /// Own one (for tests and single-core use) with [`Ring::new`] and
 /// [`Ring::split`], or overlay one on the shared region with
 /// [`Ring::from_raw`].
+///
+/// A size that is not a power of two does not compile:
+///
+/// ```compile_fail
+/// let ring = synaptic_ring::Ring::<3>::new();
+/// ```
 #[repr(C)]
 pub struct Ring<const N: usize> {
     head: AtomicU32,
