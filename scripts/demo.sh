@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up what is missing, then build the dual-core demo for the emulated
 # target (mps2/an521: CPU0 + CPU1 images, one sysbuild) and run both cores in
-# QEMU until the demo reports PASS or FAIL.
+# QEMU until the demo reports PASS or FAIL. (Sysbuild does not forward the
+# `run` target: it is the CPU0 image's, whose QEMU command loads both.)
 #
 #   scripts/demo.sh [build directory]        (default: build/demo)
 set -euo pipefail
@@ -23,4 +24,4 @@ west build --sysbuild -p auto -b mps2/an521/cpu0 -d "$build" "$root/samples/dual
     -- -DZEPHYR_EXTRA_MODULES="$root"
 exec "$root/scripts/run_until.py" --timeout 120 \
     --pass "dual-core skeleton: PASS" --fail "dual-core skeleton: FAIL|FATAL ERROR" \
-    -- west build -d "$build" -t run
+    -- west build -d "$build/dual_core_hello" -t run
