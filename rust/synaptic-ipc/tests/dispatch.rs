@@ -238,3 +238,12 @@ fn round_trip_between_two_threads() {
     assert_eq!(bell_to_b.rung(), REQUESTS);
     assert_eq!(bell_to_a.rung(), REQUESTS);
 }
+
+#[test]
+fn dispatcher_and_sender_can_move_to_their_threads() {
+    fn send<T: Send>() {}
+    send::<Dispatcher<'static, 16, HostSemaphore, 8>>();
+    send::<Sender<'static, 16, SemaphoreDoorbell<'static>>>();
+    fn sync<T: Sync>() {}
+    sync::<Inbox<HostSemaphore, 8>>();
+}

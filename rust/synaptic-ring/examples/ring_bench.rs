@@ -46,7 +46,8 @@ fn timed(producer: impl FnOnce() + Send, consumer: impl FnOnce() + Send) -> Dura
 }
 
 fn synaptic() -> Duration {
-    let mut ring = Ring::<SLOTS>::new();
+    // On the heap, like rtrb's buffer, away from the threads' stacks.
+    let mut ring = Box::new(Ring::<SLOTS>::new());
     let (mut tx, mut rx) = ring.split();
     timed(
         move || {
