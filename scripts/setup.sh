@@ -54,7 +54,7 @@ for component in rustfmt clippy; do
 done
 
 # cbindgen regenerates the C headers that CI checks are up to date.
-cbindgen_version="0.29.2"
+cbindgen_version="0.29.4"
 if ! command -v cbindgen >/dev/null 2>&1 || [ "$(cbindgen --version | awk '{print $2}')" != "$cbindgen_version" ]; then
     say "installing cbindgen $cbindgen_version"
     cargo install --quiet --locked cbindgen --version "$cbindgen_version"

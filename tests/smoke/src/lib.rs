@@ -28,7 +28,10 @@ fn priority_wire_values() -> Outcome {
     zassert_eq!(Priority::BestEffort as u8, 0);
     zassert_eq!(Priority::Normal as u8, 1);
     zassert_eq!(Priority::RealTime as u8, 2);
-    zassert!(Priority::try_from(3u8).is_err(), "priority 3 must be rejected");
+    zassert!(
+        Priority::try_from(3u8).is_err(),
+        "priority 3 must be rejected"
+    );
     Ok(())
 }
 
@@ -76,7 +79,10 @@ fn semaphore_give_take() -> Outcome {
     use zephyr::time::{Duration, NoWait};
 
     static SEM: Semaphore = Semaphore::new(0, 1);
-    zassert!(SEM.take(NoWait).is_err(), "an empty semaphore must not be taken");
+    zassert!(
+        SEM.take(NoWait).is_err(),
+        "an empty semaphore must not be taken"
+    );
     SEM.give();
     zassert!(
         SEM.take(Duration::millis_at_least(10)).is_ok(),
