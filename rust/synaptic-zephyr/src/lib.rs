@@ -11,6 +11,7 @@
 
 pub mod an521;
 pub mod platform;
+pub mod sync;
 pub mod ztest;
 
 pub use synaptic_abi as abi;
