@@ -15,3 +15,5 @@ pub mod sync;
 pub mod ztest;
 
 pub use synaptic_abi as abi;
+/// Checks for test cases, shared with host tests (see [`ztest`]).
+pub use synaptic_check::{check as zassert, check_eq as zassert_eq, skip as zskip};

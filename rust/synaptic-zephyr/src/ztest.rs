@@ -8,10 +8,13 @@
 //! the expected cases from the `z_ztest_unit_test__<suite>__<case>` symbols,
 //! reports each case with its own status.
 //!
-//! A case is a `fn() -> Outcome`. The [`zassert!`](crate::zassert) family
-//! returns early with a [`Failure`] that names the file, line and condition;
-//! the case then fails through `ztest_test_fail()`. A panic inside a case
-//! fails that case too (the module's C glue routes the panic to ztest).
+//! A case is a `fn() -> Outcome` (crate `synaptic-check`), so the same body
+//! can also run under `cargo test` on the host. The checks
+//! ([`zassert!`](crate::zassert), [`zassert_eq!`](crate::zassert_eq),
+//! [`zskip!`](crate::zskip), re-exported from `synaptic-check`) return early
+//! with a [`Failure`] that names the file, line and condition; the case then
+//! fails through `ztest_test_fail()`. A panic inside a case fails that case
+//! too (the module's C glue routes the panic to ztest).
 //!
 //! The application links with `synaptic_rust_ztest_application(SUITES ...)`
 //! (module CMake), which keeps each suite's symbol so the static library's
@@ -20,37 +23,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_void};
 
-/// Why a case did not pass.
-#[derive(Debug)]
-pub enum Failure {
-    /// A check did not hold.
-    Check {
-        /// Source file of the check.
-        file: &'static str,
-        /// Line of the check.
-        line: u32,
-        /// The condition as written, or a description.
-        what: &'static str,
-    },
-    /// Two values differed (`zassert_eq!`); both are printed as numbers.
-    NotEqual {
-        /// Source file of the check.
-        file: &'static str,
-        /// Line of the check.
-        line: u32,
-        /// The two expressions as written.
-        what: &'static str,
-        /// Left value, widened.
-        left: i64,
-        /// Right value, widened.
-        right: i64,
-    },
-    /// The case does not apply here (ztest reports SKIP).
-    Skip(&'static str),
-}
-
-/// What a case returns.
-pub type Outcome = Result<(), Failure>;
+pub use synaptic_check::{Failure, Outcome};
 
 /// `struct ztest_unit_test_stats`.
 #[repr(C)]
@@ -192,28 +165,10 @@ extern "C" {
 pub fn run_case(case: fn() -> Outcome) {
     match case() {
         Ok(()) => {}
-        Err(Failure::Check { file, line, what }) => {
-            zephyr::printkln!("\n    Assertion failed at {}:{}: {}", file, line, what);
+        Err(failure @ (Failure::Check { .. } | Failure::NotEqual { .. })) => {
+            zephyr::printkln!("\n    Assertion failed at {}", failure);
             // SAFETY: called from the ztest case thread during the test phase,
             // where ztest_test_fail() marks the case failed and ends the thread.
-            unsafe { ztest_test_fail() };
-        }
-        Err(Failure::NotEqual {
-            file,
-            line,
-            what,
-            left,
-            right,
-        }) => {
-            zephyr::printkln!(
-                "\n    Assertion failed at {}:{}: {} ({} != {})",
-                file,
-                line,
-                what,
-                left,
-                right
-            );
-            // SAFETY: as above.
             unsafe { ztest_test_fail() };
         }
         Err(Failure::Skip(why)) => {
@@ -274,47 +229,5 @@ macro_rules! ztest_suite {
                 };
             )+
         };
-    };
-}
-
-/// Fail the case unless `cond` holds.
-#[macro_export]
-macro_rules! zassert {
-    ($cond:expr $(,)?) => {
-        $crate::zassert!($cond, stringify!($cond))
-    };
-    ($cond:expr, $what:expr $(,)?) => {
-        if !$cond {
-            return Err($crate::ztest::Failure::Check {
-                file: file!(),
-                line: line!(),
-                what: $what,
-            });
-        }
-    };
-}
-
-/// Fail the case unless two integer values are equal; prints both.
-#[macro_export]
-macro_rules! zassert_eq {
-    ($left:expr, $right:expr $(,)?) => {{
-        let (left, right) = (&$left, &$right);
-        if *left != *right {
-            return Err($crate::ztest::Failure::NotEqual {
-                file: file!(),
-                line: line!(),
-                what: concat!(stringify!($left), " == ", stringify!($right)),
-                left: *left as i64,
-                right: *right as i64,
-            });
-        }
-    }};
-}
-
-/// Skip the case with a reason.
-#[macro_export]
-macro_rules! zskip {
-    ($why:expr) => {
-        return Err($crate::ztest::Failure::Skip($why))
     };
 }
