@@ -10,6 +10,13 @@ export SYNAPTIC_ROOT
 SYNAPTIC_VENV="${SYNAPTIC_VENV:-$HOME/.venv/synaptic}"
 export SYNAPTIC_VENV
 
+# Tools that scripts/setup.sh installs with cargo.
+case ":$PATH:" in
+    *":${CARGO_HOME:-$HOME/.cargo}/bin:"*) ;;
+    *) PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH" ;;
+esac
+export PATH
+
 if [ -f "$SYNAPTIC_VENV/bin/activate" ] && [ "${VIRTUAL_ENV:-}" != "$SYNAPTIC_VENV" ]; then
     # shellcheck disable=SC1091
     . "$SYNAPTIC_VENV/bin/activate"
