@@ -94,9 +94,13 @@
 // AN521: CPU1 private RAM.
 #define SYN_ABI_AN521_CPU1_PRIVATE_BASE 671449088
 
-// AN521: CPU1 image in code SRAM, CPU1's lens (mirrors the MCXN947 value;
-// the CPU0 loader places the second image there).
-#define SYN_ABI_AN521_CPU1_IMAGE_BASE 1048576
+// AN521: CPU1 image (vector table) in CPU1's lens: where `mps2/an521/cpu1`
+// links its code (the board's `code` node: the 468 KiB at the top of the
+// 4 MiB code SRAM that TF-M's AN521 layout leaves unused). CPU0 reads the
+// same bytes at `0x1038_B000` through its Secure alias, but writes this
+// value, without the alias, into `INITSVTOR1`. It does not mirror the
+// MCXN947 value: the board decides, and the map follows the board.
+#define SYN_ABI_AN521_CPU1_IMAGE_BASE 3715072
 
 // Size of [`Message`] on the wire.
 #define SYN_ABI_MSG_SIZE 20

@@ -119,9 +119,13 @@ pub const AN521_CPU0_PRIVATE_BASE: u32 = 0x2800_0000;
 pub const AN521_SHARED_BASE: u32 = 0x2804_0000;
 /// AN521: CPU1 private RAM.
 pub const AN521_CPU1_PRIVATE_BASE: u32 = 0x2805_8000;
-/// AN521: CPU1 image in code SRAM, CPU1's lens (mirrors the MCXN947 value;
-/// the CPU0 loader places the second image there).
-pub const AN521_CPU1_IMAGE_BASE: u32 = 0x0010_0000;
+/// AN521: CPU1 image (vector table) in CPU1's lens: where `mps2/an521/cpu1`
+/// links its code (the board's `code` node: the 468 KiB at the top of the
+/// 4 MiB code SRAM that TF-M's AN521 layout leaves unused). CPU0 reads the
+/// same bytes at `0x1038_B000` through its Secure alias, but writes this
+/// value, without the alias, into `INITSVTOR1`. It does not mirror the
+/// MCXN947 value: the board decides, and the map follows the board.
+pub const AN521_CPU1_IMAGE_BASE: u32 = 0x0038_B000;
 
 /// MPS2 AN521 under QEMU (`mps2/an521/cpu0` + `mps2/an521/cpu1`).
 pub const AN521: MemoryMap = MemoryMap {
@@ -169,6 +173,9 @@ const _: () = {
             == AN521.shared_base - AN521.cpu0_private_base
     );
     assert!(AN521.shared_base + AN521.cpu0_alias == 0x3804_0000);
+    // The boot vector is in CPU1's lens and outside CPU1's RAM (it is code).
+    assert!(AN521.cpu1_image_base == 0x0038_B000);
+    assert!(AN521.cpu1_image_base + AN521.cpu0_alias == 0x1038_B000);
 };
 
 #[cfg(test)]
@@ -194,5 +201,20 @@ mod tests {
             ..MCXN947
         };
         assert!(!gap.tiles());
+    }
+
+    #[test]
+    fn an521_cpu1_image_is_where_the_board_links_it() {
+        // mps2/an521/cpu1: `code: memory@38B000`, CPU1's lens; CPU0 reads the
+        // vector table through its Secure alias but boots CPU1 with the plain value.
+        assert_eq!(AN521.cpu1_image_base, 0x0038_B000);
+        assert_eq!(
+            AN521.cpu1_image_base.wrapping_add(AN521.alias(Core::Cpu0)),
+            0x1038_B000
+        );
+        assert_eq!(AN521.alias(Core::Cpu1), 0);
+        let image = AN521.cpu1_image_base..AN521.cpu1_image_base + 468 * 1024;
+        assert!(!image.contains(&AN521.cpu1_private_base));
+        assert_eq!(MCXN947.cpu1_image_base, 0x0010_0000);
     }
 }
