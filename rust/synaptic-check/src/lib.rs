@@ -143,7 +143,9 @@ mod tests {
     #[test]
     fn check_eq_records_both_values() {
         match fails_eq() {
-            Err(Failure::NotEqual { left, right, what, .. }) => {
+            Err(Failure::NotEqual {
+                left, right, what, ..
+            }) => {
                 assert_eq!((left, right), (3, 4));
                 assert_eq!(what, "3u8 == 4u8");
             }
