@@ -10,6 +10,7 @@
 #![allow(unexpected_cfgs)]
 
 pub mod an521;
+pub mod doorbell;
 pub mod platform;
 pub mod sync;
 pub mod ztest;

@@ -1,0 +1,156 @@
+//! The doorbell between the cores: ring the peer, and wake a thread when it rings us.
+//!
+//! The devicetree names the doorbell with the chosen property
+//! `synaptic,doorbell`; the module's C glue (`src/synaptic_doorbell.c`,
+//! Kconfig `SYNAPTIC_DOORBELL`) drives it, because Zephyr's IPM and mbox
+//! calls are static inline syscall wrappers. On `mps2/an521` it is the SSE-200
+//! MHU (`ipm_mhu`); the MCXN947 MAILBOX (mbox API) fits behind the same two C
+//! functions. Nothing here names the hardware.
+//!
+//! # Invariants
+//!
+//! * The doorbell interrupt does one thing: it gives the [`KernelSemaphore`]
+//!   passed to [`init`]. Draining the ring and running handlers happen in
+//!   the thread that takes it (`synaptic_ipc::Dispatcher::wait_and_dispatch`),
+//!   never in the ISR.
+//! * A doorbell carries no data and may coalesce: several rings can produce
+//!   one interrupt, and an interrupt that arrives before [`init`] is lost.
+//!   The woken thread therefore drains the ring completely and waits with a
+//!   timeout, so a lost doorbell costs one timeout, never a message.
+//! * [`init`] succeeds once per boot and hands out the [`PeerDoorbell`], the
+//!   capability to ring the peer; it is `Copy`, as ringing is stateless.
+#![cfg(CONFIG_SYNAPTIC_DOORBELL)]
+
+use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use synaptic_abi::Errno;
+use synaptic_ipc::platform::{Doorbell, Semaphore};
+
+use crate::sync::KernelSemaphore;
+
+extern "C" {
+    fn syn_doorbell_init(on_ring: unsafe extern "C" fn(*mut c_void), ctx: *mut c_void) -> c_int;
+    fn syn_doorbell_ring() -> c_int;
+}
+
+/// Why the doorbell could not be set up or rung.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DoorbellError {
+    /// The doorbell device did not initialise (`-ENODEV`).
+    NotReady,
+    /// [`init`] already succeeded this boot (`-EALREADY`).
+    AlreadyInitialised,
+    /// The driver refused with this negative errno, passed through as is.
+    Driver(i32),
+}
+
+impl DoorbellError {
+    fn from_errno(code: c_int) -> Self {
+        match Errno::from_code(code) {
+            Some(Errno::NoDev) => DoorbellError::NotReady,
+            Some(Errno::Already) => DoorbellError::AlreadyInitialised,
+            _ => DoorbellError::Driver(code),
+        }
+    }
+
+    /// The negative errno at the C boundary.
+    pub fn negative_errno(self) -> i32 {
+        match self {
+            DoorbellError::NotReady => Errno::NoDev.negative(),
+            DoorbellError::AlreadyInitialised => Errno::Already.negative(),
+            DoorbellError::Driver(code) => code,
+        }
+    }
+}
+
+/// The capability to ring the peer core; obtained from [`init`].
+#[derive(Clone, Copy, Debug)]
+pub struct PeerDoorbell {
+    _private: (),
+}
+
+/// Rings that the driver refused (through [`Doorbell::ring`], which cannot
+/// return an error).
+static FAILED_RINGS: AtomicU32 = AtomicU32::new(0);
+
+impl PeerDoorbell {
+    /// Interrupt the peer core. Does not block.
+    ///
+    /// # Errors
+    ///
+    /// The driver's refusal, as a [`DoorbellError`].
+    pub fn try_ring(&self) -> Result<(), DoorbellError> {
+        // SAFETY: a plain C call without arguments; the C glue checks that
+        // the device is ready before it touches it.
+        match unsafe { syn_doorbell_ring() } {
+            0 => Ok(()),
+            code => Err(DoorbellError::from_errno(code)),
+        }
+    }
+
+    /// How many rings through [`Doorbell::ring`] the driver refused so far.
+    pub fn failed_rings() -> u32 {
+        // Ordering: a statistic; nothing is published with it.
+        FAILED_RINGS.load(Ordering::Relaxed)
+    }
+}
+
+impl Doorbell for PeerDoorbell {
+    fn ring(&self) {
+        if self.try_ring().is_err() {
+            // Ordering: a statistic; nothing is published with it. A local
+            // read-modify-write, never on shared memory.
+            FAILED_RINGS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The doorbell ISR: give the semaphore that `ctx` points to.
+///
+/// # Safety
+///
+/// `ctx` must come from a `&'static KernelSemaphore`, as [`init`] passes it.
+unsafe extern "C" fn give_from_isr(ctx: *mut c_void) {
+    // SAFETY: `init` registered `ctx` as a pointer to a `'static`
+    // `KernelSemaphore`, only ever read through shared references.
+    let wake = unsafe { &*(ctx as *const KernelSemaphore) };
+    // k_sem_give is callable from an ISR.
+    wake.give();
+}
+
+/// Start listening for the peer's doorbell: from now on its interrupt gives
+/// `wake`, and nothing else. Returns the capability to ring the peer.
+///
+/// `wake` is typically the semaphore the dispatch thread passes to
+/// `Dispatcher::wait_and_dispatch`. Give it a limit of 1 or more; gives past
+/// the limit are dropped, which is harmless because the thread drains
+/// everything on each wake-up.
+///
+/// # Errors
+///
+/// * [`DoorbellError::AlreadyInitialised`] on a second call;
+/// * [`DoorbellError::NotReady`] when the doorbell device did not initialise;
+/// * [`DoorbellError::Driver`] when the driver refuses to enable it.
+///
+/// # Examples
+///
+/// ```ignore
+/// static WAKE: KernelSemaphore = KernelSemaphore::new(0, 1);
+/// let doorbell = synaptic_zephyr::doorbell::init(&WAKE)?;
+/// let mut sender = synaptic_ipc::Sender::new(producer, doorbell);
+/// ```
+pub fn init(wake: &'static KernelSemaphore) -> Result<PeerDoorbell, DoorbellError> {
+    // Initialise the k_sem now, in thread context, rather than lazily on the
+    // first give from the ISR.
+    let _ = wake.kernel().count_get();
+    let ctx = wake as *const KernelSemaphore as *mut c_void;
+    // SAFETY: `give_from_isr` has the C handler's signature and only reads
+    // through `ctx`, which points to a `'static` semaphore (never freed,
+    // never written through this pointer).
+    match unsafe { syn_doorbell_init(give_from_isr, ctx) } {
+        0 => Ok(PeerDoorbell { _private: () }),
+        code => Err(DoorbellError::from_errno(code)),
+    }
+}
