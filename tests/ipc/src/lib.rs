@@ -6,7 +6,8 @@
 //! `Ring::init` and `Ring::from_raw`, at the offsets the region layout
 //! gives, and the handles attach to it. `ipc_dispatch` runs `synaptic-ipc`'s
 //! sender and dispatcher over that ring with Zephyr semaphores and a second
-//! Zephyr thread as the peer.
+//! Zephyr thread as the peer. `ipc_bench_compare` sets the ring's cost next
+//! to Zephyr's own `k_msgq`.
 //!
 //! Ring size: `CONFIG_SYNAPTIC_RING_ENTRIES`, as firmware builds it.
 #![no_std]
