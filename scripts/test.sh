@@ -103,6 +103,15 @@ tier_host() {
             env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$root/rust/target/loom" \
             cargo test -p synaptic-ring --test loom --release
     fi
+    # Host-testable helper crates of the Zephyr applications (the shared
+    # protocol of a two-image test, say); the `rustapp` crates themselves only
+    # build inside Zephyr.
+    local manifest
+    for manifest in $(find "$root/tests" "$root/samples" -name Cargo.toml -not -path '*/target/*' | sort); do
+        grep -q '^name = "rustapp"' "$manifest" && continue
+        cargo_tests "cargo test ${manifest#"$root"/}" \
+            env CARGO_TARGET_DIR="$root/rust/target/apps" cargo test --manifest-path "$manifest"
+    done
     for script in check-abi.sh check-no-rmw.sh; do
         if [ -x "$root/scripts/$script" ]; then
             check "scripts/$script" "$root/scripts/$script"
