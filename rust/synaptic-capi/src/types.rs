@@ -613,3 +613,34 @@ const _: () = {
     assert!(core::mem::offset_of!(syn_ipc_msg_t, status) == 16);
     assert!(core::mem::size_of::<syn_bbox_t>() == 6 * 4);
 };
+
+/// Asserts field offsets per target family, like [`pin_size!`].
+macro_rules! pin_offset {
+    ($($t:ty, $field:ident => arm32 $arm:expr, host64 $host:expr;)*) => {
+        $(
+            #[cfg(all(target_arch = "arm", target_os = "none"))]
+            const _: () = assert!(core::mem::offset_of!($t, $field) == $arm);
+            #[cfg(all(target_pointer_width = "64", not(target_os = "none")))]
+            const _: () = assert!(core::mem::offset_of!($t, $field) == $host);
+        )*
+    };
+}
+
+pin_offset! {
+    syn_tensor_t, dtype => arm32 8, host64 16;
+    syn_tensor_t, ndim => arm32 9, host64 20;
+    syn_tensor_t, shape => arm32 12, host64 24;
+    syn_tensor_t, lifetime => arm32 28, host64 40;
+    syn_model_info_t, input_size => arm32 48, host64 48;
+    syn_model_info_t, input_dtype => arm32 72, host64 72;
+    syn_model_info_t, output_dtype => arm32 73, host64 76;
+    syn_model_info_t, input_shape => arm32 74, host64 80;
+    syn_infer_params_t, deadline_us => arm32 4, host64 4;
+    syn_infer_params_t, preemptible => arm32 8, host64 8;
+    syn_infer_params_t, callback => arm32 12, host64 16;
+    syn_infer_params_t, user_data => arm32 16, host64 24;
+    syn_npu_caps_t, supported_dtypes => arm32 12, host64 16;
+    syn_mem_stats_t, alloc_count => arm32 20, host64 40;
+    syn_normalize_config_t, channels => arm32 32, host64 32;
+    syn_nms_config_t, max_boxes => arm32 8, host64 8;
+}

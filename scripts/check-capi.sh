@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Check the C view of the syn_* API:
+#   1. include/synaptic/syn_capi.h is what cbindgen generates from
+#      rust/synaptic-capi today (fails when the committed header is stale);
+#   2. tests/capi_c/capi_check.c (every header; struct sizes and offsets;
+#      every function assigned to a pointer of its frozen signature)
+#      compiles with -Werror under host gcc, host g++ (C++ users), and
+#      arm-none-eabi-gcc for Cortex-M3 and Cortex-M33 (soft and hard float).
+# Usage: scripts/check-capi.sh [--write]   (--write regenerates the header)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+header="$root/include/synaptic/syn_capi.h"
+crate="$root/rust/synaptic-capi"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+fail=0
+ok() { echo "ok:   $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+
+if ! command -v cbindgen >/dev/null 2>&1; then
+    echo "FAIL: cbindgen not found (install with: cargo install cbindgen --locked)"
+    exit 1
+fi
+
+(cd "$crate" && cbindgen -q --config cbindgen.toml --crate synaptic-capi . -o "$work/syn_capi.h")
+if [[ "${1:-}" == "--write" ]]; then
+    cp "$work/syn_capi.h" "$header"
+    ok "header regenerated: include/synaptic/syn_capi.h"
+fi
+if diff -u "$header" "$work/syn_capi.h" >"$work/diff"; then
+    ok "header up to date: include/synaptic/syn_capi.h matches cbindgen $(cbindgen --version | awk '{print $2}')"
+else
+    cat "$work/diff"
+    bad "header stale: run scripts/check-capi.sh --write and commit include/synaptic/syn_capi.h"
+fi
+
+src="$root/tests/capi_c/capi_check.c"
+warn=(-Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes)
+if gcc -std=c11 -pedantic "${warn[@]}" -I"$root/include" -c "$src" -o "$work/host.o"; then
+    ok "host gcc -std=c11 -pedantic: capi_check.c ($(gcc -dumpmachine))"
+else
+    bad "host gcc: capi_check.c"
+fi
+if g++ -x c++ -std=c++17 -Wall -Wextra -Werror -I"$root/include" -fsyntax-only \
+    -include "$root/include/synaptic/syn_api.h" /dev/null; then
+    ok "host g++ -std=c++17: syn_api.h (every header) compiles as C++"
+else
+    bad "host g++: syn_api.h"
+fi
+for target in "-mcpu=cortex-m3" "-mcpu=cortex-m33 -mfloat-abi=soft" \
+    "-mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16"; do
+    # shellcheck disable=SC2086
+    if arm-none-eabi-gcc -std=c11 "${warn[@]}" -mthumb $target \
+        -I"$root/include" -c "$src" -o "$work/arm.o"; then
+        ok "arm-none-eabi-gcc -mthumb $target: capi_check.c"
+    else
+        bad "arm-none-eabi-gcc $target: capi_check.c"
+    fi
+done
+
+if [[ $fail -ne 0 ]]; then
+    echo "check-capi: FAILED"
+    exit 1
+fi
+echo "check-capi: all checks passed"
