@@ -23,7 +23,7 @@ cases![
     reset_ephemeral_keeps_persistent_data,
     stale_ephemeral_descriptor_is_rejected_after_reset,
     reset_all_invalidates_persistent_tensors_and_scratch,
-    free_of_latest_allocation_reclaims_immediately,
+    free_of_the_newest_allocation_reclaims_immediately,
     stats_track_peak_and_allocation_count,
     external_tensor_wraps_without_copy,
     input_output_gives_disjoint_views_in_either_order,
@@ -237,7 +237,7 @@ pub fn reset_all_invalidates_persistent_tensors_and_scratch() -> Outcome {
 
 /// Freeing the newest tensor of a region returns its bytes at once; an
 /// older one waits for the next reset.
-pub fn free_of_latest_allocation_reclaims_immediately() -> Outcome {
+pub fn free_of_the_newest_allocation_reclaims_immediately() -> Outcome {
     let mut b = Backing::<256>::new();
     let mut arena: Arena = ok!(Arena::new(&mut b.0, 0));
     let a = ok!(arena.alloc(ok!(meta(DType::Int8, &[16])), Lifetime::Ephemeral));

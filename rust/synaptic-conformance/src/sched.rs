@@ -107,11 +107,12 @@ fn clear_calls() -> Outcome {
     Ok(())
 }
 
-/// Registry, stub NPU, pipeline pool and profiler around one 8 -> 4 byte model.
+/// Registry, stub NPU, pipeline pool and profiler around one 8 -> 4 byte
+/// model; sized to what the cases use (a larger pool costs stack).
 struct Rig {
-    registry: Registry<4>,
+    registry: Registry<2>,
     npu: Npu,
-    pool: PipelinePool<4, 8>,
+    pool: PipelinePool<3, 6>,
     model: ModelHandle,
     profiler: Profiler,
 }
@@ -163,7 +164,7 @@ impl Rig {
         Ok(id)
     }
 
-    fn env(&mut self) -> Env<'_, Npu, SharedClock, 4, 4, 8> {
+    fn env(&mut self) -> Env<'_, Npu, SharedClock, 2, 3, 6> {
         Env {
             registry: &mut self.registry,
             npu: &mut self.npu,
