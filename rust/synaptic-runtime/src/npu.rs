@@ -538,10 +538,17 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
             return false;
         }
         self.pending = None;
-        let Some(model) = self.model else {
-            return false;
+        let result = match self.model {
+            Some(model) => self.execute(model),
+            None => {
+                // The model was unloaded while the invoke was in flight:
+                // complete it with an error instead of losing the callback
+                // and leaving the device Busy.
+                self.state = NpuState::Idle;
+                self.output_valid = false;
+                Err(NpuError::NoModel)
+            }
         };
-        let result = self.execute(model);
         (p.callback)(p.context, result);
         true
     }
@@ -736,6 +743,28 @@ mod tests {
         n.clear_error().unwrap();
         n.set_input(&[0, FAIL_MARKER, 0, 0]).unwrap();
         assert!(n.invoke().is_ok());
+    }
+
+    #[test]
+    fn async_invoke_whose_model_was_unloaded_completes_with_an_error() {
+        std::thread_local! {
+            static DONE: Cell<Option<(usize, Result<NpuRun, NpuError>)>> = const { Cell::new(None) };
+        }
+        fn done(ctx: usize, r: Result<NpuRun, NpuError>) {
+            DONE.with(|d| d.set(Some((ctx, r))));
+        }
+        let clock = FakeClock::new(0);
+        let mut n = ready(&clock);
+        n.set_latency_us(10);
+        n.set_input(&[1, 2, 3, 4]).unwrap();
+        n.invoke_async(done, 5).unwrap();
+        n.unload_model();
+        clock.advance(10);
+        assert!(n.poll());
+        assert_eq!(DONE.with(Cell::get), Some((5, Err(NpuError::NoModel))));
+        assert_eq!(n.state(), NpuState::Idle);
+        assert!(n.load_model(&model(1, 4, 4)).is_ok());
+        assert_eq!(n.invoke_count(), 0);
     }
 
     #[test]
