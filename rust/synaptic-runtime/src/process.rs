@@ -994,7 +994,9 @@ pub mod stages {
     ///
     /// # Errors
     ///
-    /// Wrong config or dtype; `k` outside 1..=[`MAX_TOP_K`]; [`top_k`]'s errors.
+    /// Wrong config or dtype; `k` outside 1..=[`MAX_TOP_K`]; more than
+    /// 65,536 scores ([`ProcessError::InvalidConfig`], as [`top_k`]: class
+    /// ids are `u16`); [`top_k`]'s errors.
     pub fn top_k_stage(
         input: &TensorRef<'_>,
         output: &mut [u8],
@@ -1014,6 +1016,10 @@ pub mod stages {
         let mut n = 0;
         let data = input.data();
         let elements = input.meta().shape.elements();
+        if elements > usize::from(u16::MAX) + 1 {
+            // Chunk offsets would wrap in the u16 class ids.
+            return Err(ProcessError::InvalidConfig);
+        }
         // Stream scores in chunks so no full float copy is needed.
         let mut chunk = [0f32; 64];
         let mut base = 0;
@@ -1598,6 +1604,29 @@ mod tests {
         assert_eq!(m.shape.dims(), &[3, 2]);
         let v: [f32; 6] = f32s(&out);
         assert_eq!(v, [70.0, 90.0, 3.0, 50.0, 99.0, 50.0]);
+    }
+
+    #[test]
+    fn top_k_stage_refuses_more_classes_than_u16_ids_name() {
+        let mut scores = std::vec![0u8; 65_537];
+        scores[65_536] = 100;
+        let input =
+            TensorRef::wrap(TensorMeta::vector(DType::Int8, 65_537).unwrap(), &scores).unwrap();
+        let mut out = [0u8; 8];
+        let cfg = StageConfig::TopK { k: 1, quant: None };
+        assert_eq!(
+            top_k_stage(&input, &mut out, &cfg),
+            Err(ProcessError::InvalidConfig)
+        );
+        // 65,536 scores still work, the last class included.
+        let input = TensorRef::wrap(
+            TensorMeta::vector(DType::Int8, 65_536).unwrap(),
+            &scores[1..],
+        )
+        .unwrap();
+        top_k_stage(&input, &mut out, &cfg).unwrap();
+        let v: [f32; 2] = f32s(&out);
+        assert_eq!(v, [65_535.0, 100.0]);
     }
 
     #[test]
