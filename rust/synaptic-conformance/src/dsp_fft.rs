@@ -6,7 +6,7 @@
 //! | impulse (64 points) | every bin 1 + 0i | 1e-4 |
 //! | delayed impulse (16) | bin k = e^(-2 pi i k / N) | 1e-4 |
 //! | DC 0.5 (128) | bin 0 = 64, others 0 | 1e-4 |
-//! | sine at bin 10 (256) | \|X\| = 128 at 10 and 246, X[10] = -128i, others 0 | 1e-2 |
+//! | sine at bin 10 (256) | \|X\| = 128 at 10 and 246, X\[10\] = -128i, others 0 | 1e-2 |
 //! | linearity (32) | F(2a + b) = 2 F(a) + F(b) | 1e-3 |
 //! | Parseval (512) | sum \|X\|^2 / N = sum \|x\|^2 | 1e-4 relative |
 //! | every length 2..=512 | bin 0 of all-ones = N | 1e-2 |

@@ -2,7 +2,7 @@
 //! runtime's RAM (model weights persistent, inputs ephemeral), the registry,
 //! the stub NPU, two pipelines, the profiler and the scheduler.
 //!
-//! [`up`] does what a platform's init does, in order, and [`down`] undoes
+//! `up` does what a platform's init does, in order, and `down` undoes
 //! it in reverse; the cases check that a brought-up runtime serves
 //! inferences whose outputs are exactly the stub's documented function
 //! followed by the postprocessing, that shutting down releases everything,

@@ -22,6 +22,7 @@ cases![
     fails_every_nth_invoke_and_recovers,
     fails_on_the_marker_byte_only_when_enabled,
     async_invoke_completes_on_poll_after_latency,
+    async_invoke_whose_model_was_unloaded_completes_with_an_error,
 ];
 
 type Npu<'c> = StubNpu<&'c FakeClock, 64, 16>;
@@ -180,7 +181,7 @@ pub fn fails_on_the_marker_byte_only_when_enabled() -> Outcome {
     Ok(())
 }
 
-/// What the completion callback of [`async_invoke_completes_on_poll_after_latency`] saw.
+/// What the completion callback of the asynchronous cases saw.
 static DONE: Exclusive<Option<(usize, Result<NpuRun, NpuError>)>> = Exclusive::new(None);
 
 fn done(context: usize, result: Result<NpuRun, NpuError>) {
@@ -216,5 +217,26 @@ pub fn async_invoke_completes_on_poll_after_latency() -> Outcome {
     ok!(n.get_output(&mut out));
     check!(out == KNOWN_OUTPUT);
     check!(!n.poll());
+    Ok(())
+}
+
+/// An asynchronous invoke whose model is unloaded while in flight still
+/// completes (the callback sees `NoModel`), and the device returns to Idle
+/// and accepts a model again.
+pub fn async_invoke_whose_model_was_unloaded_completes_with_an_error() -> Outcome {
+    *claim!(DONE) = None;
+    let clock = FakeClock::new(0);
+    let mut n = some!(ready(&clock));
+    n.set_latency_us(10);
+    ok!(n.set_input(&[1, 2, 3, 4]));
+    ok!(n.invoke_async(done, 5));
+    n.unload_model();
+    check!(n.state() == NpuState::Busy);
+    clock.advance(10);
+    check!(n.poll());
+    check!(some!(last_done()) == Some((5, Err(NpuError::NoModel))));
+    check!(n.state() == NpuState::Idle);
+    check!(n.load_model(&some!(model(1, 4, 4))).is_ok());
+    check_eq!(n.invoke_count(), 0);
     Ok(())
 }

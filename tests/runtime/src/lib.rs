@@ -169,6 +169,7 @@ register!(npu {
     fails_every_nth_invoke_and_recovers,
     fails_on_the_marker_byte_only_when_enabled,
     async_invoke_completes_on_poll_after_latency,
+    async_invoke_whose_model_was_unloaded_completes_with_an_error,
 });
 
 register!(dsp {
