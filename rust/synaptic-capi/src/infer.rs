@@ -518,19 +518,23 @@ fn step(s: &mut State) -> (bool, Option<Notify>) {
     )
 }
 
-/// Steps the scheduler until `job` finishes or `deadline_us` passes;
+/// Steps the scheduler until `job` finishes or `timeout_us` passes;
 /// returns 0 (done), the job's errno (failed), `-ENOENT` (unknown job) or
-/// `-EAGAIN` (time is up, or nothing can run).
-fn drive(job: JobId, deadline_us: u64) -> c_int {
+/// `-EAGAIN` (time is up, or nothing can run). The clock is read only with
+/// the lock held (see [`crate::Platform::now_us`]).
+fn drive(job: JobId, timeout_us: u64) -> c_int {
+    let mut deadline_us = None;
     loop {
         let turn = state::with(|s| {
+            let now = PlatformClock.now_us();
+            let deadline = *deadline_us.get_or_insert(now.saturating_add(timeout_us));
             match s.sched.status(job) {
                 Err(_) => return Err(neg(Errno::NoEnt)),
                 Ok(JobStatus::Done(_)) => return Err(0),
                 Ok(JobStatus::Failed(e)) => return Err(job_errno(s, job, e)),
                 Ok(_) => {}
             }
-            if PlatformClock.now_us() >= deadline_us {
+            if now >= deadline {
                 return Err(neg(Errno::Again));
             }
             match step(s) {
@@ -649,10 +653,7 @@ pub extern "C" fn syn_infer_wait(job: syn_job_id_t, timeout_ms: u32) -> c_int {
     if job == SYN_JOB_INVALID {
         return neg(Errno::NoEnt);
     }
-    let deadline = PlatformClock
-        .now_us()
-        .saturating_add(u64::from(timeout_ms) * 1000);
-    drive(JobId::from_raw(job), deadline)
+    drive(JobId::from_raw(job), u64::from(timeout_ms) * 1000)
 }
 
 /// Cancels a job that has not finished; it is reclaimed at once.

@@ -52,10 +52,13 @@ pub unsafe trait Platform {
     /// [`Platform::lock`].
     unsafe fn unlock();
 
-    /// Microseconds since an arbitrary origin; never decreases.
+    /// Microseconds since an arbitrary origin; never decreases. The C API
+    /// calls it only while holding the lock, so an implementation may
+    /// extend a narrow hardware counter without further synchronisation.
     fn now_us() -> u64;
 
-    /// Returns after at least `us` microseconds (the stub NPU's latency).
+    /// Returns after at least `us` microseconds (the stub NPU's latency);
+    /// called with the lock held.
     fn delay_us(us: u64);
 
     /// Writes formatted text to the console (`syn_mem_print_stats()`,

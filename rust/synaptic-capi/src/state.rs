@@ -5,13 +5,14 @@
 //! closure, and releases the lock (also when the closure panics). There is
 //! no other access path: no `static mut`, no second cell.
 //!
-//! The state is built on first use and dropped by `syn_shutdown()`, so the
-//! next call starts again from power-on. Its two big buffers are statics of
+//! The state is built on first use, in place, and dropped by
+//! `syn_shutdown()`, so the next call starts again from power-on. Its two big buffers are statics of
 //! their own ([`ARENA`], [`WORK`]); each is lent out as `&'static mut` to
 //! exactly one owner (the arena, the scheduler) at a time.
 
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
+use core::mem::MaybeUninit;
 
 use synaptic_runtime::arena::{Arena, Scratch, Tensor, DEFAULT_SCRATCH_DEPTH};
 use synaptic_runtime::npu::{NpuModel, StubNpu};
@@ -92,27 +93,41 @@ pub(crate) struct State {
 }
 
 impl State {
-    fn new() -> State {
-        // SAFETY: `new` runs only inside `with` (lock held) when no State
-        // exists; the previous State, the only other holder of WORK, was
-        // dropped by `reset` before.
+    /// Builds a State at `at`, field by field, each in its own stack frame
+    /// ([`emplace`]), so that the first call needs about as much stack as
+    /// the largest field (the pipeline pool, under 2 KB on Cortex-M), not
+    /// the whole State (about 7 KB).
+    ///
+    /// # Safety
+    ///
+    /// `at` is valid for writes of a State and holds none (a previous one
+    /// was dropped); the runtime lock is held and no earlier State holds
+    /// [`WORK`] any more.
+    unsafe fn build_at(at: *mut State) {
+        // SAFETY: the caller's contract: the lock is held and the previous
+        // State, the only other holder of WORK, was dropped.
         let work = unsafe { lend(WORK.get()) };
-        let mut npu = StubNpu::new(PlatformClock, 0);
-        npu.set_latency_us(STUB_NPU_LATENCY_US);
-        State {
-            initialized: false,
-            arena: None,
-            persistent: core::array::from_fn(|_| None),
-            scratch: core::array::from_fn(|_| None),
-            registry: Registry::new(),
-            models: [None; MAX_MODELS],
-            pipelines: PipelinePool::new(),
-            live_pipelines: [None; MAX_PIPELINES],
-            sched: Scheduler::new(work),
-            jobs: [JobExtra::EMPTY; MAX_JOBS],
-            npu,
-            raw_model: None,
-            profiler: Profiler::new(),
+        // SAFETY: `at` is valid for writes of a State (contract); each line
+        // initialises one field through a raw field pointer, never reading
+        // the uninitialised memory, and every field is written once.
+        unsafe {
+            emplace(&raw mut (*at).initialized, || false);
+            emplace(&raw mut (*at).arena, || None);
+            emplace(&raw mut (*at).persistent, || core::array::from_fn(|_| None));
+            emplace(&raw mut (*at).scratch, || core::array::from_fn(|_| None));
+            emplace(&raw mut (*at).registry, Registry::new);
+            emplace(&raw mut (*at).models, || [None; MAX_MODELS]);
+            emplace(&raw mut (*at).pipelines, PipelinePool::new);
+            emplace(&raw mut (*at).live_pipelines, || [None; MAX_PIPELINES]);
+            emplace(&raw mut (*at).sched, || Scheduler::new(work));
+            emplace(&raw mut (*at).jobs, || [JobExtra::EMPTY; MAX_JOBS]);
+            emplace(&raw mut (*at).npu, || {
+                let mut npu = StubNpu::new(PlatformClock, 0);
+                npu.set_latency_us(STUB_NPU_LATENCY_US);
+                npu
+            });
+            emplace(&raw mut (*at).raw_model, || None);
+            emplace(&raw mut (*at).profiler, Profiler::new);
         }
     }
 
@@ -133,6 +148,19 @@ impl State {
         self.persistent = core::array::from_fn(|_| None);
         self.scratch = core::array::from_fn(|_| None);
     }
+}
+
+/// Writes `make()` to `at` from a frame of its own (never inlined, so the
+/// temporaries of consecutive calls do not add up on the stack).
+///
+/// # Safety
+///
+/// `at` is valid for writes of a `T`; whatever it held is overwritten
+/// without being dropped.
+#[inline(never)]
+unsafe fn emplace<T>(at: *mut T, make: impl FnOnce() -> T) {
+    // SAFETY: valid for writes (contract).
+    unsafe { at.write(make()) }
 }
 
 /// A static byte buffer, 16-byte aligned, lent out whole.
@@ -172,14 +200,22 @@ static ARENA: StaticBuffer<ARENA_SIZE> = StaticBuffer::new();
 /// Intermediate tensors of running jobs (the scheduler's ping-pong buffers).
 static WORK: StaticBuffer<WORK_SIZE> = StaticBuffer::new();
 
-struct Global(UnsafeCell<Option<State>>);
+/// The runtime state and whether it is built (in `.bss`: zero-initialised
+/// memory costs no flash).
+struct Global {
+    built: UnsafeCell<bool>,
+    state: UnsafeCell<MaybeUninit<State>>,
+}
 
-// SAFETY: the cell is only reached through `with`, which holds the platform
-// lock (mutual exclusion between threads, re-entry refused) for as long as
-// the `&mut` it creates lives.
+// SAFETY: the cells are only reached through `with` and `reset`, which hold
+// the platform lock (mutual exclusion between threads, re-entry refused) for
+// as long as the references they create live.
 unsafe impl Sync for Global {}
 
-static GLOBAL: Global = Global(UnsafeCell::new(None));
+static GLOBAL: Global = Global {
+    built: UnsafeCell::new(false),
+    state: UnsafeCell::new(MaybeUninit::uninit()),
+};
 
 /// Releases the lock when dropped (also while unwinding in host tests).
 struct Held;
@@ -203,10 +239,17 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut State) -> R) -> Result<R, Reentered> {
     platform::lock()?;
     let _held = Held;
     // SAFETY: the lock is held until `_held` drops at the end of this
-    // function, and `lock` refuses re-entry, so this is the only reference
-    // to the cell's contents while it lives.
-    let slot = unsafe { &mut *GLOBAL.0.get() };
-    let state = slot.get_or_insert_with(State::new);
+    // function, and `lock` refuses re-entry, so these are the only
+    // references to the cells' contents while they live.
+    let (built, slot) = unsafe { (&mut *GLOBAL.built.get(), &mut *GLOBAL.state.get()) };
+    if !*built {
+        // SAFETY: the lock is held; `built` is false, so the slot holds no
+        // State (never built, or dropped by `reset`).
+        unsafe { State::build_at(slot.as_mut_ptr()) };
+        *built = true;
+    }
+    // SAFETY: `built` is true only while the slot holds an initialised State.
+    let state = unsafe { slot.assume_init_mut() };
     Ok(f(state))
 }
 
@@ -219,7 +262,12 @@ pub(crate) fn reset() -> Result<(), Reentered> {
     platform::lock()?;
     let _held = Held;
     // SAFETY: as in `with`: the lock is held and re-entry is refused.
-    let slot = unsafe { &mut *GLOBAL.0.get() };
-    *slot = None;
+    let (built, slot) = unsafe { (&mut *GLOBAL.built.get(), &mut *GLOBAL.state.get()) };
+    if *built {
+        *built = false;
+        // SAFETY: `built` was true, so the slot holds an initialised State;
+        // it is dropped once, and `built` already says it is gone.
+        unsafe { slot.assume_init_drop() };
+    }
     Ok(())
 }
