@@ -112,10 +112,11 @@ tier_host() {
         cargo_tests "cargo test ${manifest#"$root"/}" \
             env CARGO_TARGET_DIR="$root/rust/target/apps" cargo test --manifest-path "$manifest"
     done
-    for script in check-abi.sh check-no-rmw.sh; do
-        if [ -x "$root/scripts/$script" ]; then
-            check "scripts/$script" "$root/scripts/$script"
-        fi
+    # Every scripts/check-*.sh: C headers up to date and compiling, no
+    # read-modify-write in the ring, ...
+    local script
+    for script in "$root"/scripts/check-*.sh; do
+        check "scripts/${script##*/}" "$script"
     done
     cd "$root" || return
     end_tier host
