@@ -5,7 +5,11 @@
 #   2. tests/capi_c/capi_check.c (every header; struct sizes and offsets;
 #      every function assigned to a pointer of its frozen signature)
 #      compiles with -Werror under host gcc, host g++ (C++ users), and
-#      arm-none-eabi-gcc for Cortex-M3 and Cortex-M33 (soft and hard float).
+#      arm-none-eabi-gcc for Cortex-M3 and Cortex-M33 (soft and hard float);
+#   3. tests/capi_c/host_test.c, linked with the C API as a host static
+#      library (rust/synaptic-capi/examples/capi_host.rs), runs and passes:
+#      C callers, C callbacks and C stages against the Rust runtime, with
+#      threads contending for its lock.
 # Usage: scripts/check-capi.sh [--write]   (--write regenerates the header)
 set -euo pipefail
 
@@ -59,6 +63,20 @@ for target in "-mcpu=cortex-m3" "-mcpu=cortex-m33 -mfloat-abi=soft" \
         bad "arm-none-eabi-gcc $target: capi_check.c"
     fi
 done
+
+target_dir="${CARGO_TARGET_DIR:-$work/target}"
+if (cd "$root/rust" && CARGO_TARGET_DIR="$target_dir" cargo build -q -p synaptic-capi --example capi_host) &&
+    gcc -std=c11 "${warn[@]}" -I"$root/include" "$root/tests/capi_c/host_test.c" \
+        "$target_dir/debug/examples/libcapi_host.a" -lpthread -ldl -lm -o "$work/host_test"; then
+    if out="$("$work/host_test")"; then
+        ok "host_test.c against the Rust runtime: ${out#capi host test: }"
+    else
+        echo "$out"
+        bad "host_test.c failed"
+    fi
+else
+    bad "host_test.c: build"
+fi
 
 if [[ $fail -ne 0 ]]; then
     echo "check-capi: FAILED"
