@@ -15,8 +15,10 @@
  *
  * Every function returns 0 (or a positive count) on success and a negative
  * errno on failure; NULL pointers and out-of-range arguments give -EINVAL.
- * Callers are threads, not interrupt handlers. The declarations come from
- * the cbindgen-generated syn_capi.h (rust/synaptic-capi).
+ * The numbers are Zephyr's (newlib's) on every platform, also in host
+ * builds. Callers are threads, not interrupt handlers. The declarations
+ * come from the cbindgen-generated syn_capi.h (rust/synaptic-capi); the
+ * SYN_CAPI_* macros there state this implementation's capacities.
  */
 #ifndef SYNAPTIC_SYN_API_H_
 #define SYNAPTIC_SYN_API_H_
