@@ -1,0 +1,33 @@
+//! Inference as a cross-core service: the CPU0 serving layer and the CPU1
+//! client, over the shared exchange slot of ABI v1.
+//!
+//! * [`region`]: the shared region as one typed view (rings, control-block
+//!   words, exchange slot); all of the crate's `unsafe` is there.
+//! * [`protocol`]: who owns the slot when, what each message's payload and
+//!   status mean, how ids are ordered.
+//! * [`server`] (CPU0): validates every request as hostile input, runs
+//!   remote inferences through the runtime's scheduler in the same priority
+//!   space as local jobs, answers with an output length or a negative errno.
+//! * [`client`] (CPU1): resolve a model by name, stage a tensor in place,
+//!   submit with a priority, block with a timeout; late replies are
+//!   discarded, and the slot is never restaged while CPU0 may read it.
+//!
+//! `no_std`, no heap; the client uses no floating point (CPU1 has no FPU).
+//! Feature `std` adds `host` implementations of the platform traits.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "std")]
+pub mod host;
+
+pub mod client;
+#[cfg(synaptic_probe)]
+pub mod probe;
+pub mod protocol;
+pub mod region;
+pub mod server;
+
+pub use client::{Caller, Client, ClientError, ClientStats, LocalLock, Pong, Session};
+pub use region::{Exchange, RegionError, RttWords, SharedRegion};
+pub use server::{Completion, Disposition, Runtime, ServeError, ServeStats, Server};

@@ -1,0 +1,571 @@
+//! The shared region as one typed view: rings, control-block words and the
+//! exchange slot, handed out from a single base address.
+//!
+//! All of this crate's `unsafe` lives here. [`SharedRegion::from_raw`] is the
+//! one promise the platform makes (the bytes exist for `'r`, and both cores
+//! touch them only through this view, the ring crate, or their C
+//! equivalents); every accessor after that is safe, except the four that
+//! hand out the exchange slot's tensor bytes as slices, whose callers must
+//! own the slot under the serving protocol (see [`Exchange`]).
+//!
+//! # Invariants
+//!
+//! * The region is at least [`region_size`]`::<N>()` bytes, starts on a
+//!   16-byte boundary (so the exchange slot's input is 16-byte aligned, as
+//!   the tensor arena promises its tensors), and its size fits the control
+//!   block's `u32` word. Checked by [`SharedRegion::from_raw`].
+//! * Words the two cores share outside the rings (control block, exchange
+//!   header) are read and written as `AtomicU32`, one word at a time: on
+//!   ARMv7-M/ARMv8-M a relaxed atomic load or store is a plain `ldr`/`str`, so
+//!   a C peer using plain word accesses is compatible, and a peer writing
+//!   while we read can only change values, never the soundness of the read.
+//!   Ordering between cores comes from the rings' Release/Acquire indices: a
+//!   header written before a push is visible to the core that pops.
+//! * A header is copied out whole ([`Exchange::read_header`]), each word
+//!   read exactly once, before anything looks at it.
+
+use core::marker::PhantomData;
+use core::ops::Range;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use synaptic_abi::{
+    exchange_slot_offset, payload_pool_range, region_size, ring_offset, ControlBlock, Direction,
+    Errno, ExchangeHeader, LayoutError, CONTROL_BLOCK_SIZE, EXCHANGE_HEADER_SIZE,
+    EXCHANGE_INPUT_OFFSET, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE,
+    LAYOUT_VERSION, MAGIC, MODEL_NAME_SIZE, READY,
+};
+use synaptic_ring::Ring;
+
+/// Alignment the region's base address must have.
+pub const REGION_ALIGN: usize = 16;
+
+/// Words of [`ControlBlock`] and of [`ExchangeHeader`].
+const CONTROL_WORDS: usize = CONTROL_BLOCK_SIZE / 4;
+const HEADER_WORDS: usize = EXCHANGE_HEADER_SIZE / 4;
+
+/// Word indices in the control block (ABI v1, see `synaptic_abi::control`).
+mod control_word {
+    pub const MAGIC: usize = 0;
+    pub const LAYOUT_VERSION: usize = 1;
+    pub const RING_ENTRIES: usize = 2;
+    pub const SHARED_SIZE: usize = 3;
+    pub const CPU0_READY: usize = 4;
+    pub const CPU1_READY: usize = 5;
+    pub const RTT_LAST: usize = 6;
+    pub const RTT_MIN: usize = 7;
+    pub const RTT_MAX: usize = 8;
+    pub const RTT_COUNT: usize = 9;
+}
+
+/// Word indices in the exchange header (ABI v1, see `synaptic_abi::exchange`).
+mod header_word {
+    pub const MODEL: usize = 0;
+    pub const NAME: usize = 1;
+    pub const INPUT_LEN: usize = 9;
+    pub const OUTPUT_LEN: usize = 10;
+    pub const INFER_STATUS: usize = 11;
+    pub const RESERVED: usize = 12;
+}
+
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(ControlBlock, magic) == 4 * control_word::MAGIC);
+    assert!(offset_of!(ControlBlock, layout_version) == 4 * control_word::LAYOUT_VERSION);
+    assert!(offset_of!(ControlBlock, ring_entries) == 4 * control_word::RING_ENTRIES);
+    assert!(offset_of!(ControlBlock, shared_size) == 4 * control_word::SHARED_SIZE);
+    assert!(offset_of!(ControlBlock, cpu0_ready) == 4 * control_word::CPU0_READY);
+    assert!(offset_of!(ControlBlock, cpu1_ready) == 4 * control_word::CPU1_READY);
+    assert!(offset_of!(ControlBlock, rtt_last_us) == 4 * control_word::RTT_LAST);
+    assert!(offset_of!(ControlBlock, rtt_min_us) == 4 * control_word::RTT_MIN);
+    assert!(offset_of!(ControlBlock, rtt_max_us) == 4 * control_word::RTT_MAX);
+    assert!(offset_of!(ControlBlock, rtt_count) == 4 * control_word::RTT_COUNT);
+    assert!(offset_of!(ExchangeHeader, model) == 4 * header_word::MODEL);
+    assert!(offset_of!(ExchangeHeader, model_name) == 4 * header_word::NAME);
+    assert!(MODEL_NAME_SIZE == 4 * (header_word::INPUT_LEN - header_word::NAME));
+    assert!(offset_of!(ExchangeHeader, input_len) == 4 * header_word::INPUT_LEN);
+    assert!(offset_of!(ExchangeHeader, output_len) == 4 * header_word::OUTPUT_LEN);
+    assert!(offset_of!(ExchangeHeader, infer_status) == 4 * header_word::INFER_STATUS);
+    assert!(offset_of!(ExchangeHeader, reserved) == 4 * header_word::RESERVED);
+    assert!(HEADER_WORDS == header_word::RESERVED + 4);
+};
+
+/// Why a memory window cannot be used as the shared region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegionError {
+    /// The window is smaller than the contract needs.
+    TooSmall {
+        /// Bytes the layout needs.
+        needed: usize,
+        /// Bytes the window has.
+        actual: usize,
+    },
+    /// The window's size does not fit the control block's `u32` word.
+    TooLarge(usize),
+    /// The base address is not [`REGION_ALIGN`]-aligned.
+    Misaligned(usize),
+    /// The control block does not describe this layout.
+    Layout(LayoutError),
+}
+
+impl RegionError {
+    /// The errno at the C boundary.
+    pub const fn to_errno(self) -> Errno {
+        match self {
+            RegionError::TooSmall { .. } | RegionError::TooLarge(_) => Errno::Inval,
+            RegionError::Misaligned(_) => Errno::Fault,
+            RegionError::Layout(e) => e.errno(),
+        }
+    }
+}
+
+/// CPU1's round-trip statistics as published in the control block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RttWords {
+    /// Last round trip, microseconds.
+    pub last_us: u32,
+    /// Smallest round trip, microseconds.
+    pub min_us: u32,
+    /// Largest round trip, microseconds.
+    pub max_us: u32,
+    /// Round trips measured.
+    pub count: u32,
+}
+
+/// The shared region of rings with `N` entries: a base address and a size,
+/// checked once, from which every other view is derived.
+///
+/// `Copy`, `Send` and `Sync`: it is an address, and every access through it
+/// is either atomic, through the ring crate, or an `unsafe` slice accessor
+/// whose caller owns the bytes under the protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct SharedRegion<'r, const N: usize> {
+    base: NonNull<u8>,
+    size: usize,
+    region: PhantomData<&'r [AtomicU32]>,
+}
+
+// SAFETY: a `SharedRegion` is an address plus a size. Every access it offers
+// is an atomic word access, a ring handle (the ring crate's own discipline),
+// or an `unsafe fn` whose caller takes on exclusive ownership of the slice;
+// none depends on which thread performs it.
+unsafe impl<const N: usize> Send for SharedRegion<'_, N> {}
+// SAFETY: as for `Send`: shared use from several threads only ever performs
+// atomic accesses or the ring crate's synchronised ones.
+unsafe impl<const N: usize> Sync for SharedRegion<'_, N> {}
+
+impl<'r, const N: usize> SharedRegion<'r, N> {
+    /// The view of the region at `base`, `size` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::Misaligned`], [`RegionError::TooSmall`],
+    /// [`RegionError::TooLarge`].
+    ///
+    /// # Safety
+    ///
+    /// * `base..base + size` is memory valid for reads and writes for all of
+    ///   `'r` (on the target: the shared SRAM window, never unmapped);
+    /// * on this core, those bytes are accessed only through views derived
+    ///   from this region (and on the peer only through the same crates or
+    ///   their C equivalents), so the rings see only ring accesses and the
+    ///   control and header words only word accesses.
+    pub unsafe fn from_raw(base: NonNull<u8>, size: usize) -> Result<Self, RegionError> {
+        let address = base.as_ptr() as usize;
+        if address % REGION_ALIGN != 0 {
+            return Err(RegionError::Misaligned(address));
+        }
+        let needed = region_size::<N>();
+        if size < needed {
+            return Err(RegionError::TooSmall {
+                needed,
+                actual: size,
+            });
+        }
+        if u32::try_from(size).is_err() {
+            return Err(RegionError::TooLarge(size));
+        }
+        Ok(SharedRegion {
+            base,
+            size,
+            region: PhantomData,
+        })
+    }
+
+    /// Size of the region in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The word at `offset` from the base.
+    fn word(&self, offset: usize) -> &'r AtomicU32 {
+        assert!(offset % 4 == 0 && offset + 4 <= self.size);
+        // SAFETY: `offset + 4 <= size` (asserted) keeps the word inside the
+        // region, which `from_raw`'s caller guarantees valid for `'r`; base
+        // is 16-aligned and `offset` a multiple of 4, so the pointer is
+        // aligned for `AtomicU32` (same size and alignment as `u32`). Words
+        // reached this way are only ever accessed atomically on this core
+        // (`from_raw`'s access discipline), so no non-atomic access races
+        // with them.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast::<u32>()) }
+    }
+
+    fn control_word(&self, index: usize) -> &'r AtomicU32 {
+        debug_assert!(index < CONTROL_WORDS);
+        self.word(4 * index)
+    }
+
+    /// Write an empty region: control block published with `cpu0_ready` set,
+    /// both rings empty at index 0, exchange slot zeroed. What CPU0 does once
+    /// at boot, before it releases CPU1.
+    ///
+    /// # Safety
+    ///
+    /// No handle of either ring may be in use on either core, and the peer
+    /// must not be running yet (held in reset, or not yet attached).
+    pub unsafe fn publish(&self) {
+        for direction in [Direction::Cpu0ToCpu1, Direction::Cpu1ToCpu0] {
+            let ring = self.ring_ptr(direction);
+            // SAFETY: the pointer lies inside the region and is 4-aligned
+            // (`ring_ptr`); no ring handle is in use (this function's
+            // contract).
+            unsafe { Ring::<N>::init(ring) };
+        }
+        let slot = exchange_slot_offset::<N>();
+        // SAFETY: the tensor areas of the slot lie inside the region
+        // (`from_raw` checked `size >= region_size`), and nothing else
+        // accesses them while the peer is not running (this function's
+        // contract).
+        unsafe {
+            self.base
+                .as_ptr()
+                .add(slot + EXCHANGE_INPUT_OFFSET)
+                .write_bytes(0, EXCHANGE_INPUT_SIZE + EXCHANGE_OUTPUT_SIZE);
+        }
+        self.exchange().write_header(&ExchangeHeader::default());
+        let published = ControlBlock::published::<N>(self.size as u32);
+        let words = [
+            (control_word::LAYOUT_VERSION, published.layout_version),
+            (control_word::RING_ENTRIES, published.ring_entries),
+            (control_word::SHARED_SIZE, published.shared_size),
+            (control_word::CPU1_READY, 0),
+            (control_word::RTT_LAST, 0),
+            (control_word::RTT_MIN, 0),
+            (control_word::RTT_MAX, 0),
+            (control_word::RTT_COUNT, 0),
+        ];
+        for (index, value) in words {
+            self.control_word(index).store(value, Ordering::Relaxed);
+        }
+        for index in control_word::RTT_COUNT + 1..CONTROL_WORDS {
+            self.control_word(index).store(0, Ordering::Relaxed);
+        }
+        // Ordering: pairs with the Acquire load in `control_block`; every
+        // word above is visible to a core that sees the magic.
+        self.control_word(control_word::MAGIC)
+            .store(MAGIC, Ordering::Release);
+        debug_assert!(published.magic == MAGIC && published.layout_version == LAYOUT_VERSION);
+        self.set_ready(synaptic_abi::Core::Cpu0);
+    }
+
+    /// A copy of the control block, each word read once.
+    pub fn control_block(&self) -> ControlBlock {
+        // Ordering: pairs with the Release store of the magic in `publish`.
+        let magic = self
+            .control_word(control_word::MAGIC)
+            .load(Ordering::Acquire);
+        let w = |i| self.control_word(i).load(Ordering::Relaxed);
+        let mut reserved = [0u32; 6];
+        for (k, r) in reserved.iter_mut().enumerate() {
+            *r = w(control_word::RTT_COUNT + 1 + k);
+        }
+        ControlBlock {
+            magic,
+            layout_version: w(control_word::LAYOUT_VERSION),
+            ring_entries: w(control_word::RING_ENTRIES),
+            shared_size: w(control_word::SHARED_SIZE),
+            cpu0_ready: w(control_word::CPU0_READY),
+            cpu1_ready: w(control_word::CPU1_READY),
+            rtt_last_us: w(control_word::RTT_LAST),
+            rtt_min_us: w(control_word::RTT_MIN),
+            rtt_max_us: w(control_word::RTT_MAX),
+            rtt_count: w(control_word::RTT_COUNT),
+            reserved,
+        }
+    }
+
+    /// Check the control block against this image's layout (magic, version,
+    /// ring entries, shared size): what a core does before attaching.
+    ///
+    /// # Errors
+    ///
+    /// [`RegionError::Layout`] with the first mismatch.
+    pub fn check(&self) -> Result<(), RegionError> {
+        self.control_block()
+            .check::<N>(self.size as u32)
+            .map_err(RegionError::Layout)
+    }
+
+    /// Mark `core` attached (each core writes only its own word).
+    pub fn set_ready(&self, core: synaptic_abi::Core) {
+        let index = match core {
+            synaptic_abi::Core::Cpu0 => control_word::CPU0_READY,
+            synaptic_abi::Core::Cpu1 => control_word::CPU1_READY,
+        };
+        // Ordering: pairs with the Acquire load in `is_ready`; what the core
+        // wrote before declaring itself ready is visible to the peer.
+        self.control_word(index).store(READY, Ordering::Release);
+    }
+
+    /// Whether `core` has marked itself attached.
+    pub fn is_ready(&self, core: synaptic_abi::Core) -> bool {
+        let index = match core {
+            synaptic_abi::Core::Cpu0 => control_word::CPU0_READY,
+            synaptic_abi::Core::Cpu1 => control_word::CPU1_READY,
+        };
+        // Ordering: pairs with the Release store in `set_ready`.
+        self.control_word(index).load(Ordering::Acquire) == READY
+    }
+
+    /// Publish CPU1's round-trip statistics (CPU1 alone writes these words).
+    pub fn publish_rtt(&self, rtt: RttWords) {
+        let words = [
+            (control_word::RTT_LAST, rtt.last_us),
+            (control_word::RTT_MIN, rtt.min_us),
+            (control_word::RTT_MAX, rtt.max_us),
+            (control_word::RTT_COUNT, rtt.count),
+        ];
+        for (index, value) in words {
+            // Ordering: statistics only; a reader may see a set that is one
+            // update apart, never a torn word.
+            self.control_word(index).store(value, Ordering::Relaxed);
+        }
+    }
+
+    /// CPU1's round-trip statistics as published.
+    pub fn rtt(&self) -> RttWords {
+        let w = |i| self.control_word(i).load(Ordering::Relaxed);
+        RttWords {
+            last_us: w(control_word::RTT_LAST),
+            min_us: w(control_word::RTT_MIN),
+            max_us: w(control_word::RTT_MAX),
+            count: w(control_word::RTT_COUNT),
+        }
+    }
+
+    fn ring_ptr(&self, direction: Direction) -> NonNull<Ring<N>> {
+        let offset = ring_offset::<N>(direction);
+        debug_assert!(offset % 4 == 0);
+        // SAFETY: `offset + size_of::<Ring<N>>() <= region_size::<N>() <=
+        // size` (the layout puts both rings before the payload pool), so the
+        // pointer stays inside the region and is non-null.
+        unsafe { self.base.add(offset).cast::<Ring<N>>() }
+    }
+
+    /// The ring of `direction`, with whatever indices it holds (attach a
+    /// `Producer` or `Consumer` to it).
+    pub fn ring(&self, direction: Direction) -> &'r Ring<N> {
+        // SAFETY: the ring's bytes lie inside the region, 4-aligned (ring
+        // offsets are multiples of 4 and the base is 16-aligned), valid for
+        // `'r`; `from_raw`'s caller promised they are accessed only through
+        // the ring crate on both cores; the layout of `N` entries is this
+        // type's, and the control block's `ring_entries` is checked by
+        // `check` before a core attaches.
+        unsafe { Ring::from_raw(self.ring_ptr(direction)) }
+    }
+
+    /// The payload pool, as offsets from the region base.
+    pub fn payload_pool(&self) -> Range<usize> {
+        payload_pool_range::<N>(self.size)
+    }
+
+    /// Offset of the exchange slot from the region base.
+    pub fn exchange_offset(&self) -> usize {
+        exchange_slot_offset::<N>()
+    }
+
+    /// The exchange slot.
+    pub fn exchange(&self) -> Exchange<'r> {
+        let offset = exchange_slot_offset::<N>();
+        let header = core::array::from_fn(|i| self.word(offset + 4 * i));
+        // SAFETY: the slot lies inside the region (`size >= region_size`),
+        // so the offset stays in bounds and the pointer is non-null.
+        let slot = unsafe { self.base.add(offset) };
+        Exchange {
+            header,
+            slot,
+            region: PhantomData,
+        }
+    }
+}
+
+/// The exchange slot: its header as words, its tensors as bytes.
+///
+/// Ownership of the slot alternates under the serving protocol: CPU1 owns it
+/// until it pushes a request that names it (`INFER_REQ`, `MODEL_LOAD`); CPU0
+/// owns it from then until it pushes the reply with that request's
+/// `msg_id`. Header words may be accessed at any time (they are atomic);
+/// the tensor slices only by the owner, which is what the `unsafe`
+/// accessors ask of their callers.
+#[derive(Clone, Copy, Debug)]
+pub struct Exchange<'r> {
+    header: [&'r AtomicU32; HEADER_WORDS],
+    slot: NonNull<u8>,
+    region: PhantomData<&'r [AtomicU32]>,
+}
+
+// SAFETY: the header words are `&AtomicU32` (Sync); the tensor bytes are
+// reachable only through the `unsafe` accessors, whose callers guarantee
+// exclusive ownership whichever thread they run on.
+unsafe impl Send for Exchange<'_> {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Exchange<'_> {}
+
+impl<'r> Exchange<'r> {
+    /// The header, each word read exactly once into a local copy: check
+    /// and use the copy, never the shared words again.
+    pub fn read_header(&self) -> ExchangeHeader {
+        let mut w = [0u32; HEADER_WORDS];
+        for (word, shared) in w.iter_mut().zip(self.header) {
+            // Ordering: the ring pop that delivered the request was an
+            // Acquire, which makes the peer's header writes visible.
+            *word = shared.load(Ordering::Relaxed);
+        }
+        let mut model_name = [0u8; MODEL_NAME_SIZE];
+        for (chunk, word) in model_name
+            .chunks_exact_mut(4)
+            .zip(&w[header_word::NAME..header_word::INPUT_LEN])
+        {
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        let mut reserved = [0u32; 4];
+        reserved.copy_from_slice(&w[header_word::RESERVED..]);
+        ExchangeHeader {
+            model: w[header_word::MODEL],
+            model_name,
+            input_len: w[header_word::INPUT_LEN],
+            output_len: w[header_word::OUTPUT_LEN],
+            infer_status: w[header_word::INFER_STATUS] as i32,
+            reserved,
+        }
+    }
+
+    fn store(&self, index: usize, value: u32) {
+        // Ordering: published to the peer by the Release of the ring push
+        // that follows.
+        self.header[index].store(value, Ordering::Relaxed);
+    }
+
+    /// Write the whole header.
+    pub fn write_header(&self, header: &ExchangeHeader) {
+        self.store(header_word::MODEL, header.model);
+        self.set_model_name(&header.model_name);
+        self.store(header_word::INPUT_LEN, header.input_len);
+        self.store(header_word::OUTPUT_LEN, header.output_len);
+        self.store(header_word::INFER_STATUS, header.infer_status as u32);
+        for (k, &r) in header.reserved.iter().enumerate() {
+            self.store(header_word::RESERVED + k, r);
+        }
+    }
+
+    /// Write the 32 name bytes (the caller NUL-terminates them).
+    pub fn set_model_name(&self, name: &[u8; MODEL_NAME_SIZE]) {
+        for (k, chunk) in name.chunks_exact(4).enumerate() {
+            let word = u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            self.store(header_word::NAME + k, word);
+        }
+    }
+
+    /// Write the request words CPU1 fills before `INFER_REQ`: the model, the
+    /// input length, and zero output length and status.
+    pub fn set_request(&self, model: u32, input_len: u32) {
+        self.store(header_word::MODEL, model);
+        self.store(header_word::INPUT_LEN, input_len);
+        self.store(header_word::OUTPUT_LEN, 0);
+        self.store(header_word::INFER_STATUS, 0);
+    }
+
+    /// Write the result words CPU0 fills before `INFER_RESP`.
+    pub fn set_result(&self, output_len: u32, infer_status: i32) {
+        self.store(header_word::OUTPUT_LEN, output_len);
+        self.store(header_word::INFER_STATUS, infer_status as u32);
+    }
+
+    /// Raw write of the `input_len` word (tests and fault injection).
+    pub fn set_input_len(&self, input_len: u32) {
+        self.store(header_word::INPUT_LEN, input_len);
+    }
+
+    /// Raw write of the `model` word (tests and fault injection).
+    pub fn set_model(&self, model: u32) {
+        self.store(header_word::MODEL, model);
+    }
+
+    fn bytes(&self, offset: usize) -> *mut u8 {
+        // SAFETY: `offset` is EXCHANGE_INPUT_OFFSET or EXCHANGE_OUTPUT_OFFSET,
+        // both inside the slot, which lies inside the region.
+        unsafe { self.slot.as_ptr().add(offset) }
+    }
+
+    /// The input tensor bytes (27,648), read-only.
+    ///
+    /// # Safety
+    ///
+    /// The calling core owns the slot for as long as the slice is used (CPU0
+    /// between accepting a request and pushing its reply), and no
+    /// `input_mut` slice is alive on this core. A peer that breaks the
+    /// protocol and writes meanwhile can change the bytes read, as a DMA
+    /// engine could; no invariant of this crate rests on their values.
+    pub unsafe fn input(&self) -> &'r [u8] {
+        // SAFETY: the input area is EXCHANGE_INPUT_SIZE bytes inside the
+        // region, valid for `'r`; exclusive use is the caller's obligation.
+        unsafe {
+            core::slice::from_raw_parts(self.bytes(EXCHANGE_INPUT_OFFSET), EXCHANGE_INPUT_SIZE)
+        }
+    }
+
+    /// The input tensor bytes (27,648), writable: where CPU1 renders a
+    /// tensor in place.
+    ///
+    /// # Safety
+    ///
+    /// The calling core owns the slot for as long as the slice is used, and
+    /// no other slice of the input is alive on this core.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn input_mut(&self) -> &'r mut [u8] {
+        // SAFETY: as for `input`; uniqueness is the caller's obligation.
+        unsafe {
+            core::slice::from_raw_parts_mut(self.bytes(EXCHANGE_INPUT_OFFSET), EXCHANGE_INPUT_SIZE)
+        }
+    }
+
+    /// The output tensor bytes (4,096), read-only.
+    ///
+    /// # Safety
+    ///
+    /// As for [`input`](Self::input), for the output area.
+    pub unsafe fn output(&self) -> &'r [u8] {
+        // SAFETY: the output area is EXCHANGE_OUTPUT_SIZE bytes inside the
+        // region, valid for `'r`; exclusive use is the caller's obligation.
+        unsafe {
+            core::slice::from_raw_parts(self.bytes(EXCHANGE_OUTPUT_OFFSET), EXCHANGE_OUTPUT_SIZE)
+        }
+    }
+
+    /// The output tensor bytes (4,096), writable: where CPU0 puts a result.
+    ///
+    /// # Safety
+    ///
+    /// As for [`input_mut`](Self::input_mut), for the output area.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn output_mut(&self) -> &'r mut [u8] {
+        // SAFETY: as for `output`; uniqueness is the caller's obligation.
+        unsafe {
+            core::slice::from_raw_parts_mut(
+                self.bytes(EXCHANGE_OUTPUT_OFFSET),
+                EXCHANGE_OUTPUT_SIZE,
+            )
+        }
+    }
+}
