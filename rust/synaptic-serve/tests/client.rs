@@ -466,3 +466,38 @@ fn pings_fold_round_trips_into_the_control_block() {
     assert_eq!(control.rtt_count, 5);
     assert_eq!(control.rtt_max_us, published.max_us);
 }
+
+#[test]
+fn register_routes_the_three_reply_types_to_the_client() {
+    use synaptic_ipc::{Dispatcher, Inbox, IpcError};
+    let window = Window::new();
+    let region = window.region();
+    let client = attach(&region);
+    let ring = region.ring(Direction::Cpu0ToCpu1);
+    // SAFETY: the only producer (CPU0's, played here) and consumer of this ring.
+    let (mut cpu0, consumer) = unsafe { (Producer::attach(ring), Consumer::attach(ring)) };
+    let inbox: Inbox<HostSemaphore, 4> = Inbox::new(HostSemaphore::new());
+    let mut dispatcher = Dispatcher::new(consumer, &inbox);
+    client.register(&mut dispatcher).unwrap();
+    assert_eq!(
+        client.register(&mut dispatcher),
+        Err(IpcError::AlreadyRegistered)
+    );
+    for (t, id) in [
+        (MessageType::StatusResp, 7),
+        (MessageType::InferResp, 8),
+        (MessageType::ModelLoad, 9),
+        (MessageType::InferReq, 10),
+    ] {
+        cpu0.push(reply(t, id, 0).into()).unwrap();
+    }
+    assert_eq!(dispatcher.dispatch_all(), 4);
+    let d = dispatcher.stats();
+    assert_eq!(
+        (d.handled, d.queued),
+        (3, 1),
+        "INFER_REQ is not the client's"
+    );
+    let s = client.stats();
+    assert_eq!((s.pongs, s.discarded, s.delivered), (1, 2, 0));
+}
