@@ -20,16 +20,22 @@ fail=0
 
 for target in "${targets[@]}"; do
     deps="$target_dir/$target/release/deps"
-    rm -f "$deps"/*.s
+    # Assembly is emitted whenever cargo (re)builds a crate, so it always
+    # matches the crate's current source; when several builds of a crate
+    # left files, the newest one is used.
     (cd "$root/rust" && RUSTFLAGS="--cfg synaptic_probe --emit=link,asm" CARGO_TARGET_DIR="$target_dir" \
         cargo build -q -p synaptic-serve --lib --release --target "$target")
     if python3 - "$target" "$deps"/*.s <<'PY'
-import re, sys
+import os, re, sys
 
 target, paths = sys.argv[1], sys.argv[2:]
-body = {}
+newest = {}
 for path in paths:
     crate = path.rsplit('/', 1)[-1].split('-')[0]
+    if crate not in newest or os.path.getmtime(path) > os.path.getmtime(newest[crate]):
+        newest[crate] = path
+body = {}
+for crate, path in newest.items():
     lines = open(path).read().splitlines()
     functions = set()
     for line in lines:
