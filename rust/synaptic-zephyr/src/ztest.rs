@@ -105,6 +105,13 @@ impl UnitTest {
         stats: &'static StatsCell<UnitTestStats>,
     ) -> Self {
         assert!(ends_in_nul(suite) && ends_in_nul(name));
+        // Twister derives case names from the registration symbols and drops
+        // a "test_" it finds in them, so such a case would be reported under
+        // another name, without a status.
+        assert!(
+            !contains(name.as_bytes(), b"test_"),
+            "a ztest case name must not contain \"test_\""
+        );
         UnitTest {
             test_suite_name: suite.as_ptr().cast(),
             name: name.as_ptr().cast(),
@@ -148,6 +155,21 @@ impl SuiteNode {
             stats: stats.as_mut_ptr(),
         }
     }
+}
+
+const fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let mut start = 0;
+    while start + needle.len() <= haystack.len() {
+        let mut i = 0;
+        while i < needle.len() && haystack[start + i] == needle[i] {
+            i += 1;
+        }
+        if i == needle.len() {
+            return true;
+        }
+        start += 1;
+    }
+    false
 }
 
 const fn ends_in_nul(s: &str) -> bool {
