@@ -19,26 +19,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Bytes of the static arena `syn_init()` creates (scratch pool included).
+// Default: Bytes of the static arena `syn_init()` creates (scratch pool
+// included). On Zephyr the build's `CONFIG_SYNAPTIC_ARENA_SIZE` wins.
 #define SYN_CAPI_ARENA_SIZE (10 * 1024)
 
-// Bytes of the arena's scratch pool.
+// Default: Bytes of the arena's scratch pool. On Zephyr the build's
+// `CONFIG_SYNAPTIC_SCRATCH_SIZE` wins.
 #define SYN_CAPI_SCRATCH_SIZE (2 * 1024)
 
 // Bytes of intermediate-tensor memory shared by the job slots (each slot
 // gets two buffers of `WORK_SIZE / (2 * MAX_JOBS)` bytes).
 #define SYN_CAPI_WORK_SIZE (8 * 1024)
 
-// Registered models at once.
+// Default: Registered models at once. On Zephyr the build's
+// `CONFIG_SYNAPTIC_MAX_MODELS` wins.
 #define SYN_CAPI_MAX_MODELS 8
 
-// Pipelines at once (`syn_infer_run_sync()` borrows one while it runs).
+// Default: Pipelines at once (`syn_infer_run_sync()` borrows one while it
+// runs). On Zephyr the build's `CONFIG_SYNAPTIC_MAX_PIPELINES` wins.
 #define SYN_CAPI_MAX_PIPELINES 4
 
-// Steps per pipeline, the model included.
+// Default: Steps per pipeline, the model included. On Zephyr the build's
+// `CONFIG_SYNAPTIC_MAX_PIPELINE_STAGES` wins.
 #define SYN_CAPI_MAX_STAGES 8
 
-// Jobs at once: queued, running, or finished and not yet collected.
+// Default: Jobs at once: queued, running, or finished and not yet collected.
+// On Zephyr the build's `CONFIG_SYNAPTIC_MAX_JOBS` wins.
 #define SYN_CAPI_MAX_JOBS 4
 
 // Persistent tensors from `syn_mem_tensor_alloc()` alive at once.

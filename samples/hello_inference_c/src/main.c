@@ -206,6 +206,45 @@ static int classify_by_hand(syn_model_handle_t model, syn_tensor_t *frame,
 	return (int)best;
 }
 
+/*
+ * The registry holds CONFIG_SYNAPTIC_MAX_MODELS models (the Kconfig value
+ * reaches the Rust runtime at build time): fill it with copies of `model`
+ * under other names until it refuses, then remove the copies.
+ */
+static void check_capacity(syn_model_handle_t model, const syn_mem_stats_t *mem)
+{
+	syn_model_info_t info;
+	syn_model_handle_t extra[CONFIG_SYNAPTIC_MAX_MODELS];
+	int count = 1; /* `model` */
+	int rc = 0;
+
+	if (!check(syn_model_get_info(model, &info) == 0, "get_info", 0)) {
+		return;
+	}
+	while (count <= CONFIG_SYNAPTIC_MAX_MODELS) {
+		snprintk(info.name, sizeof(info.name), "copy%d", count);
+		rc = syn_model_register(&info, &extra[count - 1]);
+		if (rc != 0) {
+			break;
+		}
+		count++;
+	}
+	(void)check(rc == -ENOMEM && count == CONFIG_SYNAPTIC_MAX_MODELS,
+		    "registry full at CONFIG_SYNAPTIC_MAX_MODELS", count);
+	printk("capacity: %d models registered, then %d (Kconfig %d); arena %u + "
+	       "scratch %u bytes (Kconfig %d, %d)\n",
+	       count, rc, CONFIG_SYNAPTIC_MAX_MODELS,
+	       (unsigned int)mem->arena_total, (unsigned int)mem->scratch_total,
+	       CONFIG_SYNAPTIC_ARENA_SIZE, CONFIG_SYNAPTIC_SCRATCH_SIZE);
+	(void)check(mem->scratch_total == CONFIG_SYNAPTIC_SCRATCH_SIZE &&
+			    mem->arena_total + mem->scratch_total ==
+				    CONFIG_SYNAPTIC_ARENA_SIZE,
+		    "arena sized by Kconfig", (int)mem->arena_total);
+	for (int i = 1; i < count; i++) {
+		EXPECT(syn_model_unregister(extra[i - 1]), 0);
+	}
+}
+
 int main(void)
 {
 	syn_prof_result_t prof;
@@ -240,6 +279,7 @@ int main(void)
 	syn_prof_print_summary();
 	EXPECT(syn_mem_get_stats(&mem), 0);
 	syn_mem_print_stats();
+	check_capacity(model, &mem);
 
 	syn_mem_tensor_free(frame);
 	EXPECT(syn_shutdown(), 0);
