@@ -41,7 +41,8 @@ typedef void (*syn_doorbell_handler_t)(void *ctx);
 int syn_doorbell_init(syn_doorbell_handler_t on_ring, void *ctx);
 
 /**
- * Ring the peer. Does not block (the IPM send does not wait for the peer).
+ * Ring the peer. Does not block (neither the IPM nor the mbox backend waits
+ * for the peer).
  *
  * @retval 0       rung.
  * @retval -ENODEV the doorbell device is not ready.

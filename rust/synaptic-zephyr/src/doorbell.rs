@@ -4,7 +4,8 @@
 //! `synaptic,doorbell`; the module's C glue (`src/synaptic_doorbell.c`,
 //! Kconfig `SYNAPTIC_DOORBELL`) drives it, because Zephyr's IPM and mbox
 //! calls are static inline syscall wrappers. On `mps2/an521` it is the SSE-200
-//! MHU (`ipm_mhu`); the MCXN947 MAILBOX (mbox API) fits behind the same two C
+//! MHU (IPM API, `synaptic,doorbell-ipm`); on the MCXN947 it is the inter-CPU
+//! MAILBOX (mbox API, `synaptic,doorbell-mbox`), behind the same two C
 //! functions. Nothing here names the hardware.
 //!
 //! # Invariants
