@@ -8,31 +8,10 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-header="$root/include/synaptic/syn_abi.h"
-crate="$root/rust/synaptic-abi"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=scripts/lib/header-check.sh
+. "$root/scripts/lib/header-check.sh"
 
-fail=0
-ok() { echo "ok:   $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
-
-if ! command -v cbindgen >/dev/null 2>&1; then
-    echo "FAIL: cbindgen not found (install with: cargo install cbindgen --locked)"
-    exit 1
-fi
-
-(cd "$crate" && cbindgen -q --config cbindgen.toml --crate synaptic-abi . -o "$work/syn_abi.h")
-if [[ "${1:-}" == "--write" ]]; then
-    cp "$work/syn_abi.h" "$header"
-    ok "header regenerated: include/synaptic/syn_abi.h"
-fi
-if diff -u "$header" "$work/syn_abi.h" >"$work/diff"; then
-    ok "header up to date: include/synaptic/syn_abi.h matches cbindgen $(cbindgen --version | awk '{print $2}')"
-else
-    cat "$work/diff"
-    bad "header stale: run scripts/check-abi.sh --write and commit include/synaptic/syn_abi.h"
-fi
+cbindgen_header_check synaptic-abi syn_abi.h check-abi.sh "${1:-}"
 
 src="$root/tests/abi_c/abi_check.c"
 if gcc -std=c11 -Wall -Wextra -Werror -I"$root/include" -c "$src" -o "$work/host.o"; then

@@ -14,31 +14,10 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-header="$root/include/synaptic/syn_capi.h"
-crate="$root/rust/synaptic-capi"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=scripts/lib/header-check.sh
+. "$root/scripts/lib/header-check.sh"
 
-fail=0
-ok() { echo "ok:   $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
-
-if ! command -v cbindgen >/dev/null 2>&1; then
-    echo "FAIL: cbindgen not found (install with: cargo install cbindgen --locked)"
-    exit 1
-fi
-
-(cd "$crate" && cbindgen -q --config cbindgen.toml --crate synaptic-capi . -o "$work/syn_capi.h")
-if [[ "${1:-}" == "--write" ]]; then
-    cp "$work/syn_capi.h" "$header"
-    ok "header regenerated: include/synaptic/syn_capi.h"
-fi
-if diff -u "$header" "$work/syn_capi.h" >"$work/diff"; then
-    ok "header up to date: include/synaptic/syn_capi.h matches cbindgen $(cbindgen --version | awk '{print $2}')"
-else
-    cat "$work/diff"
-    bad "header stale: run scripts/check-capi.sh --write and commit include/synaptic/syn_capi.h"
-fi
+cbindgen_header_check synaptic-capi syn_capi.h check-capi.sh "${1:-}"
 
 src="$root/tests/capi_c/capi_check.c"
 warn=(-Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes)
