@@ -306,22 +306,20 @@ unsafe extern "C" fn quantize_int8(
     cfg: *const c_void,
 ) -> c_int {
     // SAFETY: forwarded contract.
-    let result = unsafe { config::<syn_quantize_config_t>(cfg) }.and_then(|q| {
-        let params = QuantParams {
-            scale: q.scale,
-            zero_point: q.zero_point,
-        };
-        // SAFETY: the stage contract of syn_infer.h (forwarded).
-        unsafe {
-            same_shape(
-                input,
-                output,
-                stages::quantize_stage,
-                StageConfig::Quantize(params),
-            )
-        }
+    let params = unsafe { config::<syn_quantize_config_t>(cfg) }.map(|q| QuantParams {
+        scale: q.scale,
+        zero_point: q.zero_point,
     });
-    rc(result)
+    // SAFETY: the stage contract of syn_infer.h (forwarded).
+    rc(unsafe {
+        quant_stage(
+            input,
+            output,
+            params,
+            stages::quantize_stage,
+            StageConfig::Quantize,
+        )
+    })
 }
 
 unsafe extern "C" fn dequantize(
@@ -330,22 +328,37 @@ unsafe extern "C" fn dequantize(
     cfg: *const c_void,
 ) -> c_int {
     // SAFETY: forwarded contract.
-    let result = unsafe { config::<syn_dequantize_config_t>(cfg) }.and_then(|q| {
-        let params = QuantParams {
-            scale: q.scale,
-            zero_point: q.zero_point,
-        };
-        // SAFETY: the stage contract of syn_infer.h (forwarded).
-        unsafe {
-            same_shape(
-                input,
-                output,
-                stages::dequantize_stage,
-                StageConfig::Dequantize(params),
-            )
-        }
+    let params = unsafe { config::<syn_dequantize_config_t>(cfg) }.map(|q| QuantParams {
+        scale: q.scale,
+        zero_point: q.zero_point,
     });
-    rc(result)
+    // SAFETY: the stage contract of syn_infer.h (forwarded).
+    rc(unsafe {
+        quant_stage(
+            input,
+            output,
+            params,
+            stages::dequantize_stage,
+            StageConfig::Dequantize,
+        )
+    })
+}
+
+/// Quantise and dequantise: same parameters, same shape in and out.
+///
+/// # Safety
+///
+/// The stage contract of syn_infer.h: `input` and `output` point to valid
+/// tensors whose data may be read and written respectively.
+unsafe fn quant_stage(
+    input: *const syn_tensor_t,
+    output: *mut syn_tensor_t,
+    params: Result<QuantParams, Errno>,
+    stage: StageFn,
+    wrap: fn(QuantParams) -> StageConfig,
+) -> Result<(), Errno> {
+    // SAFETY: forwarded contract.
+    params.and_then(|params| unsafe { same_shape(input, output, stage, wrap(params)) })
 }
 
 // ------------------------------------------------------------------ MFCC
