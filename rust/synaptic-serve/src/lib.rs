@@ -21,6 +21,7 @@
 #[cfg(feature = "std")]
 pub mod host;
 
+pub mod boot;
 pub mod client;
 #[cfg(synaptic_probe)]
 pub mod probe;
