@@ -2,8 +2,10 @@
 //! releases CPU1 and waits for it within two budgets; CPU1 checks the
 //! region and attaches.
 //!
-//! The sequence ([`boot_cpu1`]): stamp the control block and zero the
-//! rings ([`SharedRegion::publish`], which also sets `cpu0_ready`), read
+//! The sequence: stamp the control block and zero the rings
+//! ([`SharedRegion::publish`], which also sets `cpu0_ready`; the caller
+//! does it before it starts the threads that use the rings), then
+//! [`boot_cpu1`]: read
 //! CPU1's vector table through the platform and check it
 //! ([`check_vectors`]), release CPU1, poll `cpu1_ready` (budget
 //! [`Budgets::cpu1_ready_us`], 100 ms by default), then wait for the first
@@ -207,24 +209,20 @@ impl BootReport {
     }
 }
 
-/// Boot CPU1: publish `region`, check and release the image, and wait for
-/// `cpu1_ready` and then for `first_status()` (true once the serving
-/// thread has answered a `STATUS_REQ`) within `budgets`.
+/// Boot CPU1 over a published `region`: check and release the image, and
+/// wait for `cpu1_ready` and then for `first_status()` (true once the
+/// serving thread has answered a `STATUS_REQ`) within `budgets`.
 ///
-/// # Safety
-///
-/// As [`SharedRegion::publish`]: CPU1 is not running and no ring handle is
-/// in use. The caller may attach its ring handles before calling (they
-/// start at index 0 either way) but must not use them until this returns.
-pub unsafe fn boot_cpu1<const N: usize>(
+/// Publish the region first ([`SharedRegion::publish`]); CPU1's attach
+/// refuses an unpublished one, so forgetting it shows as
+/// [`Down::NotReady`].
+pub fn boot_cpu1<const N: usize>(
     region: &SharedRegion<'_, N>,
     platform: &mut impl BootPlatform,
     clock: &impl BootClock,
     budgets: Budgets,
     first_status: impl Fn() -> bool,
 ) -> BootReport {
-    // SAFETY: forwarded: CPU1 is not running and no handle is in use.
-    unsafe { region.publish() };
     let mut report = BootReport {
         link: Link::Down(Down::ImageAbsent),
         vectors: None,
@@ -401,12 +399,16 @@ mod tests {
         }
     }
 
-    fn with_region(body: impl FnOnce(SharedRegion<'_, N>)) {
+    fn with_region(publish: bool, body: impl FnOnce(SharedRegion<'_, N>)) {
         let words = region_size::<N>().div_ceil(16) * 4;
         let mut buffer = vec![0u32; words + 4];
         let base = NonNull::new(buffer.as_mut_ptr().cast::<u8>()).expect("buffer");
         // SAFETY: the buffer outlives the view and is used only through it.
         let region = unsafe { SharedRegion::<N>::from_raw(base, words * 4) }.expect("region");
+        if publish {
+            // SAFETY: no ring handle exists yet.
+            unsafe { region.publish() };
+        }
         body(region);
     }
 
@@ -417,7 +419,7 @@ mod tests {
 
     #[test]
     fn link_up_reports_both_times() {
-        with_region(|region| {
+        with_region(true, |region| {
             let released = Cell::new(false);
             let status = Cell::new(false);
             // CPU1 attaches 3 ms after release and asks for status at 5 ms.
@@ -438,12 +440,9 @@ mod tests {
                 released: &released,
                 on_release: || {},
             };
-            // SAFETY: nothing else uses the region.
-            let report = unsafe {
-                boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || {
-                    status.get()
-                })
-            };
+            let report = boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || {
+                status.get()
+            });
             assert!(released.get());
             assert_eq!(report.link, Link::Up);
             assert_eq!(report.ready_us, Some(3_000));
@@ -454,7 +453,7 @@ mod tests {
 
     #[test]
     fn absent_invalid_silent() {
-        with_region(|region| {
+        with_region(true, |region| {
             let released = Cell::new(false);
             let clock = FakeClock {
                 now: Cell::new(0),
@@ -499,9 +498,7 @@ mod tests {
                     released: &released,
                     on_release: || {},
                 };
-                // SAFETY: nothing else uses the region.
-                let report =
-                    unsafe { boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || false) };
+                let report = boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || false);
                 assert_eq!(report.link, link);
                 assert_eq!(released.get(), releases);
                 // The region is published either way: single-core mode
@@ -516,9 +513,7 @@ mod tests {
                     attach(&region).expect("attach");
                 },
             };
-            // SAFETY: nothing else uses the region.
-            let report =
-                unsafe { boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || false) };
+            let report = boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || false);
             assert_eq!(report.link, Link::Down(Down::NoStatus));
             assert_eq!(report.ready_us, Some(0));
         });
@@ -526,7 +521,7 @@ mod tests {
 
     #[test]
     fn attach_checks_layout_and_keeps_indices() {
-        with_region(|region| {
+        with_region(false, |region| {
             // Not published: bad magic.
             assert_eq!(
                 attach(&region),
