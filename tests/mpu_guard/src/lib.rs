@@ -1,0 +1,88 @@
+//! Stand-ins for what the serving layer exports in a full CPU0 image, so
+//! the MPU guard's C code links and runs without CPU1.
+//!
+//! * `syn_service_progress()`: the counters `syn_mpu_test_run()` watches.
+//!   Derived from uptime at the rates CPU1 drives them (20 inferences and
+//!   one STATUS_REQ per second), so the real 2 s wait is exercised.
+//! * `syn_shell_*()`: only when `CONFIG_SYNAPTIC_SHELL` is on, to compile and
+//!   link `src/synaptic_shell.c` once
+//!   (`west build ... -- -DCONFIG_SHELL=y -DCONFIG_SYNAPTIC_SHELL=y`); the
+//!   test scenario does not build the shell.
+#![no_std]
+
+use zephyr::raw;
+
+/// Requests a CPU1 at 20 Hz would have had served after `uptime_ms`.
+const SERVED_PERIOD_MS: i64 = 50;
+/// STATUS_REQ heartbeats a CPU1 at 1 Hz would have had answered.
+const STATUS_PERIOD_MS: i64 = 1000;
+
+/// Progress counters of a simulated serving layer.
+///
+/// # Safety
+///
+/// `served` and `status_answered` must each be null or valid for a `u32`
+/// write.
+#[no_mangle]
+pub unsafe extern "C" fn syn_service_progress(served: *mut u32, status_answered: *mut u32) {
+    // SAFETY: k_uptime_get only reads the kernel clock; any thread may call it.
+    let now = unsafe { raw::k_uptime_get() };
+    // Truncation is the counters' wrap-around, as with real counters.
+    let served_now = (now / SERVED_PERIOD_MS) as u32;
+    let status_now = (now / STATUS_PERIOD_MS) as u32;
+    // SAFETY: the caller passes null or a pointer valid for a u32 write.
+    if let Some(out) = unsafe { served.as_mut() } {
+        *out = served_now;
+    }
+    // SAFETY: as above.
+    if let Some(out) = unsafe { status_answered.as_mut() } {
+        *out = status_now;
+    }
+}
+
+#[cfg(CONFIG_SYNAPTIC_SHELL)]
+mod shell {
+    use core::ffi::{c_char, c_int, c_void};
+
+    extern "C" {
+        fn syn_shell_line(sh: *const c_void, text: *const c_char, len: usize);
+    }
+
+    fn line(sh: *const c_void, text: &str) -> c_int {
+        // SAFETY: `sh` is the shell the command runs on, passed through;
+        // `text` is valid for `text.len()` bytes, which is all syn_shell_line
+        // reads.
+        unsafe { syn_shell_line(sh, text.as_ptr().cast(), text.len()) };
+        0
+    }
+
+    #[no_mangle]
+    extern "C" fn syn_shell_version(sh: *const c_void) -> c_int {
+        line(sh, "stub: version")
+    }
+
+    #[no_mangle]
+    extern "C" fn syn_shell_mem_stats(sh: *const c_void) -> c_int {
+        line(sh, "stub: mem stats")
+    }
+
+    #[no_mangle]
+    extern "C" fn syn_shell_model_list(sh: *const c_void) -> c_int {
+        line(sh, "stub: model list")
+    }
+
+    #[no_mangle]
+    extern "C" fn syn_shell_npu_caps(sh: *const c_void) -> c_int {
+        line(sh, "stub: npu caps")
+    }
+
+    #[no_mangle]
+    extern "C" fn syn_shell_prof_last(sh: *const c_void) -> c_int {
+        line(sh, "stub: prof last")
+    }
+
+    #[no_mangle]
+    extern "C" fn syn_shell_ipc_status(sh: *const c_void) -> c_int {
+        line(sh, "stub: ipc status")
+    }
+}
