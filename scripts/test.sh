@@ -154,7 +154,7 @@ tier_zephyr() {
         cd "$SYNAPTIC_WORKSPACE" &&
             west twister \
                 -p qemu_cortex_m3 -p mps2/an521/cpu0 \
-                -p frdm_mcxn947/mcxn947/cpu0 -p frdm_mcxn947/mcxn947/cpu1 \
+                -p frdm_mcxn947/mcxn947/cpu0 -p frdm_mcxn947_cpu1/mcxn947/cpu1 \
                 -T "$root/tests" -T "$root/samples" \
                 -x "ZEPHYR_EXTRA_MODULES=$root" \
                 --outdir "$out" --inline-logs --jobs "$(nproc)"
