@@ -216,9 +216,9 @@ impl BootReport {
 /// Publish the region first ([`SharedRegion::publish`]); CPU1's attach
 /// refuses an unpublished one, so forgetting it shows as
 /// [`Down::NotReady`].
-pub fn boot_cpu1<const N: usize>(
+pub fn boot_cpu1<const N: usize, P: BootPlatform + ?Sized>(
     region: &SharedRegion<'_, N>,
-    platform: &mut impl BootPlatform,
+    platform: &mut P,
     clock: &impl BootClock,
     budgets: Budgets,
     first_status: impl Fn() -> bool,

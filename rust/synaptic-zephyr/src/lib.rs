@@ -1,20 +1,46 @@
 //! synaptic on Zephyr: the one crate that sees the kernel, the devicetree and the SoC.
 //!
 //! Everything portable lives in the other `synaptic-*` crates; this crate
-//! binds them to Zephyr: devicetree facts ([`platform`]), releasing the second
-//! core ([`an521`]), and Rust test cases that run as real ztest units
-//! ([`ztest`]).
+//! binds them to Zephyr: devicetree facts ([`platform`]), time
+//! ([`clock`]), kernel objects behind the portable traits ([`sync`]), the
+//! doorbell ([`doorbell`]), booting the second core ([`an521`], and the
+//! MCXN947's in `mcxn947`), CPU0's inference service ([`service`],
+//! [`status`], the shell's half in `shell`), CPU1's client ([`client`]),
+//! and Rust test cases that run as real ztest units ([`ztest`]).
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![allow(unexpected_cfgs)]
 
 pub mod an521;
+#[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+pub mod client;
+pub mod clock;
 pub mod doorbell;
 pub mod platform;
+#[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+pub mod service;
+#[cfg(all(CONFIG_SYNAPTIC_DOORBELL, CONFIG_SYNAPTIC_SHELL))]
+pub mod shell;
+#[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+pub mod status;
 pub mod sync;
 pub mod ztest;
 
 pub use synaptic_abi as abi;
+
+/// How this SoC boots CPU1, for `service::start`: `None` when the build has
+/// no CPU1 image in devicetree or the SoC has no boot platform here.
+#[cfg(CONFIG_SOC_MPS2_AN521_CPU0)]
+pub fn boot_platform() -> Option<an521::An521Boot> {
+    an521::from_devicetree()
+}
+
+/// How this SoC boots CPU1, for `service::start`: `None` when the build has
+/// no CPU1 image in devicetree or the SoC has no boot platform here.
+#[cfg(not(CONFIG_SOC_MPS2_AN521_CPU0))]
+pub fn boot_platform() -> Option<an521::An521Boot> {
+    None
+}
 /// Checks for test cases, shared with host tests (see [`ztest`]).
 pub use synaptic_check::{check as zassert, check_eq as zassert_eq, skip as zskip};

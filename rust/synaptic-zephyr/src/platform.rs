@@ -28,6 +28,23 @@ pub struct Cpu1Image {
     /// Vector table address in CPU1's own lens: the boot vector.
     pub boot_address: u32,
     present: u32,
+    /// CPU1's private RAM base in CPU1's own lens (`cpu1-ram`; see [`Cpu1Image::ram`]).
+    pub ram_base: u32,
+    /// CPU1's private RAM size in bytes (`cpu1-ram`).
+    pub ram_size: u32,
+    ram_present: u32,
+}
+
+impl Cpu1Image {
+    /// CPU1's private RAM in CPU1's own lens, or `None` when the node has no
+    /// `cpu1-ram` property (or the range would wrap the address space).
+    pub fn ram(&self) -> Option<core::ops::Range<u32>> {
+        if self.ram_present == 0 {
+            return None;
+        }
+        let end = self.ram_base.checked_add(self.ram_size)?;
+        Some(self.ram_base..end)
+    }
 }
 
 extern "C" {

@@ -2,9 +2,15 @@
 //!
 //! `synaptic-ipc` blocks through its `Semaphore` trait; here that is a
 //! Zephyr `k_sem` (zephyr-lang-rust's `Semaphore`), whose `give` is callable
-//! from an ISR, as the doorbell interrupt needs.
+//! from an ISR, as the doorbell interrupt needs. `synaptic-serve`'s client
+//! serialises its callers through `LocalLock`; here that is a `k_mutex`
+//! ([`KernelMutex`]).
+
+use core::cell::UnsafeCell;
+use core::ops::{Deref, DerefMut};
 
 use synaptic_ipc::platform::{Semaphore, Timeout};
+use synaptic_serve::LocalLock;
 use zephyr::time::{Duration, Forever, NoWait};
 
 /// A counting semaphore for `synaptic-ipc`, usable as a `static`.
@@ -33,5 +39,91 @@ impl Semaphore for KernelSemaphore {
             Timeout::Forever => self.0.take(Forever).is_ok(),
             Timeout::Millis(ms) => self.0.take(Duration::millis_at_least(ms.into())).is_ok(),
         }
+    }
+}
+
+/// A value behind a Zephyr `k_mutex`: the CPU1 client's local lock
+/// (callers on CPU1 are serialised by it, as `synaptic_serve::LocalLock`
+/// requires) and the lock around the shell's snapshot on CPU0.
+///
+/// The kernel object is initialised on first use, so the value may be
+/// moved until it is first locked (e.g. built, then placed in a static),
+/// never after.
+pub struct KernelMutex<T> {
+    lock: zephyr::sys::sync::Mutex,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a guard, and a guard exists only
+// while the k_mutex is held, which excludes every other thread; T: Send
+// because the value is used from whichever thread holds the lock.
+unsafe impl<T: Send> Sync for KernelMutex<T> {}
+
+impl<T> KernelMutex<T> {
+    /// A mutex holding `value`.
+    pub const fn new(value: T) -> Self {
+        KernelMutex {
+            lock: zephyr::sys::sync::Mutex::new(),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Lock, waiting as long as it takes.
+    ///
+    /// # Panics
+    ///
+    /// When called from an interrupt handler (where `k_mutex_lock` fails);
+    /// threads only.
+    pub fn lock(&self) -> KernelMutexGuard<'_, T> {
+        // K_FOREVER fails only in an ISR, which no caller is.
+        self.lock
+            .lock(Forever)
+            .expect("KernelMutex locked from an interrupt handler");
+        KernelMutexGuard { mutex: self }
+    }
+}
+
+/// Access to a [`KernelMutex`]'s value; unlocks when dropped.
+pub struct KernelMutexGuard<'m, T> {
+    mutex: &'m KernelMutex<T>,
+}
+
+impl<T> Deref for KernelMutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the k_mutex, so no other reference to the
+        // value is live on another thread; `&self` lends it no longer than
+        // the guard lives.
+        unsafe { &*self.mutex.value.get() }
+    }
+}
+
+impl<T> DerefMut for KernelMutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as for `deref`, and `&mut self` makes this the only
+        // reference through the guard.
+        unsafe { &mut *self.mutex.value.get() }
+    }
+}
+
+impl<T> Drop for KernelMutexGuard<'_, T> {
+    fn drop(&mut self) {
+        // Unlocking a mutex this thread holds cannot fail.
+        let _ = self.mutex.lock.unlock();
+    }
+}
+
+impl<T> LocalLock<T> for KernelMutex<T> {
+    type Guard<'g>
+        = KernelMutexGuard<'g, T>
+    where
+        Self: 'g;
+
+    fn new(value: T) -> Self {
+        KernelMutex::new(value)
+    }
+
+    fn lock(&self) -> KernelMutexGuard<'_, T> {
+        KernelMutex::lock(self)
     }
 }

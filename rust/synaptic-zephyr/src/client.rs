@@ -1,0 +1,144 @@
+//! CPU1's side of the service on Zephyr: attach to the region CPU0
+//! published, start the dispatch thread, and hand out the client.
+//!
+//! [`attach`] checks the control block (magic, layout version, ring
+//! geometry, shared size), attaches to both rings *at their live indices*
+//! (never re-zeroing them, so a restarted CPU1 rejoins with nothing from
+//! CPU0), starts a dispatch thread that routes `INFER_RESP`, `MODEL_LOAD`
+//! and `STATUS_RESP` to the client, sets `cpu1_ready`, and sends the
+//! first `STATUS_REQ` (the handshake CPU0's boot waits for).
+//!
+//! The client ([`ZephyrClient`]) serialises its callers with a `k_mutex`
+//! and blocks them on a `k_sem` given by the dispatch thread; it uses no
+//! floating point (this core has no FPU, and CI checks the image links no
+//! soft-float helper).
+
+use static_cell::StaticCell;
+use synaptic_abi::Direction;
+use synaptic_ipc::{Dispatcher, Inbox, Timeout};
+use synaptic_ring::{Consumer, Producer};
+use synaptic_serve::boot::{self, AttachError};
+use synaptic_serve::{Caller, Client, ClientError, Pong};
+
+use crate::clock::ZephyrClock;
+use crate::doorbell::{self, PeerDoorbell};
+use crate::service::{region_from_devicetree, StartError, N};
+use crate::sync::{KernelMutex, KernelSemaphore};
+
+/// The client's local lock.
+pub type ClientLock = KernelMutex<Caller<'static, N, PeerDoorbell>>;
+/// The CPU1 client on Zephyr.
+pub type ZephyrClient = Client<'static, N, PeerDoorbell, KernelSemaphore, ZephyrClock, ClientLock>;
+
+/// Messages of types without a handler (none are expected on CPU1).
+const INBOX_DEPTH: usize = 4;
+/// The dispatch thread's doorbell timeout, milliseconds.
+const DISPATCH_POLL_MS: u32 = 100;
+
+static WAKE: KernelSemaphore = KernelSemaphore::new(0, 1);
+static INBOX: Inbox<KernelSemaphore, INBOX_DEPTH> =
+    Inbox::new(KernelSemaphore::new(0, INBOX_DEPTH as u32));
+static CLIENT: StaticCell<ZephyrClient> = StaticCell::new();
+
+/// Why CPU1 could not attach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachFailure {
+    /// [`attach`] already ran this boot.
+    AlreadyAttached,
+    /// Devicetree's region is missing or does not match this build.
+    Region(StartError),
+    /// The control block does not describe this image's layout, or CPU0
+    /// has not published it.
+    Layout(AttachError),
+    /// The doorbell did not start.
+    Doorbell,
+    /// The first `STATUS_REQ` was not answered.
+    Handshake(ClientError),
+}
+
+/// Attach CPU1 and return the client with the first round trip measured.
+/// `handshake` bounds the wait for the first `STATUS_REQ`'s answer.
+///
+/// # Errors
+///
+/// [`AttachFailure`].
+pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), AttachFailure> {
+    let region = region_from_devicetree().map_err(AttachFailure::Region)?;
+    region
+        .check()
+        .map_err(|e| AttachFailure::Layout(AttachError::Region(e)))?;
+    let bell = doorbell::init(&WAKE).map_err(|e| match e {
+        doorbell::DoorbellError::AlreadyInitialised => AttachFailure::AlreadyAttached,
+        _ => AttachFailure::Doorbell,
+    })?;
+    // SAFETY: the doorbell's one-time init just succeeded, so this is the
+    // first attach of this boot: no other handle of these rings exists on
+    // CPU1, and CPU1 is the only producer of CPU1→CPU0 and the only
+    // consumer of CPU0→CPU1. The handles take the live indices.
+    let (producer, consumer) = unsafe {
+        (
+            Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
+            Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
+        )
+    };
+    let client = Client::attach(
+        &region,
+        producer,
+        bell,
+        KernelSemaphore::new(0, 1),
+        ZephyrClock,
+    );
+    let client: &'static ZephyrClient = CLIENT
+        .try_init(client)
+        .ok_or(AttachFailure::AlreadyAttached)?;
+    let mut dispatcher = Dispatcher::new(consumer, &INBOX);
+    client
+        .register(&mut dispatcher)
+        .map_err(|_| AttachFailure::AlreadyAttached)?;
+    dispatch(dispatcher).start();
+    boot::attach(&region).map_err(AttachFailure::Layout)?;
+    let pong = client.ping(handshake).map_err(AttachFailure::Handshake)?;
+    Ok((client, pong))
+}
+
+#[zephyr::thread(stack_size = 1536)]
+fn dispatch(dispatcher: Dispatcher<'static, N, KernelSemaphore, INBOX_DEPTH>) {
+    let mut dispatcher = dispatcher;
+    loop {
+        dispatcher.wait_and_dispatch(&WAKE, Timeout::Millis(DISPATCH_POLL_MS));
+    }
+}
+
+/// Restart CPU1 in place: run its reset handler again, as a reset would,
+/// with interrupts masked and the stack pointer reloaded from its vector
+/// table. CPU1's RAM is re-initialised by Zephyr's startup; the shared
+/// region is not touched, so the next [`attach`] rejoins the live rings.
+///
+/// For tests of the rejoin path (a CPU1 watchdog or fault reset does the
+/// same from CPU0's point of view).
+///
+/// # Safety
+///
+/// Every peripheral this image uses must tolerate re-initialisation
+/// without a reset (the AN521's MHU and UART do), and nothing may rely on
+/// state in CPU1's RAM surviving.
+pub unsafe fn restart() -> ! {
+    const VTOR: *const u32 = 0xE000_ED08 as *const u32;
+    // SAFETY: VTOR is the architectural vector table offset register of
+    // every ARMv7-M/ARMv8-M core; reading it has no side effect. The
+    // vector table it names holds the initial SP and the reset handler
+    // (Thumb address); the caller accepts re-running startup (contract).
+    unsafe {
+        let table = core::ptr::read_volatile(VTOR) as *const u32;
+        let sp = core::ptr::read_volatile(table);
+        let reset = core::ptr::read_volatile(table.add(1));
+        core::arch::asm!(
+            "cpsid i",
+            "msr msp, {sp}",
+            "bx {reset}",
+            sp = in(reg) sp,
+            reset = in(reg) reset,
+            options(noreturn)
+        )
+    }
+}

@@ -1,0 +1,359 @@
+//! CPU0's inference service on Zephyr: publish the shared region, start
+//! the dispatch and serving threads, boot CPU1, serve.
+//!
+//! Threads (both started by [`start`]):
+//!
+//! * **dispatch** (priority [`DISPATCH_PRIORITY`]): woken by the doorbell
+//!   ISR (or a 100 ms timeout, so a lost doorbell costs latency, never a
+//!   message), it drains ring CPU1→CPU0 into the inbox, validating each
+//!   message's raw fields.
+//! * **serving** (priority [`SERVING_PRIORITY`]): owns the runtime
+//!   (registry, stub NPU, pipelines, scheduler, profiler, arena) and the
+//!   serving layer; each turn takes every waiting request, runs one
+//!   scheduler step and answers a finished inference
+//!   (`synaptic_serve::Server::poll`), so a request is noticed at every
+//!   stage boundary. It publishes counters and a snapshot for the shell
+//!   ([`crate::status`]).
+//!
+//! The runtime lives on the serving thread's stack and in two static
+//! buffers; nothing else touches it. [`start`] runs once per boot.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use static_cell::ConstStaticCell;
+use synaptic_abi::{Direction, EXCHANGE_OUTPUT_SIZE};
+use synaptic_ipc::{Dispatcher, Inbox, Semaphore, Sender, Timeout};
+use synaptic_ring::{Consumer, Producer};
+use synaptic_runtime::arena::{Arena, DType, Lifetime, TensorMeta, DEFAULT_SCRATCH_DEPTH};
+use synaptic_runtime::npu::{NpuDevice, StubNpu};
+use synaptic_runtime::pipeline::PipelinePool;
+use synaptic_runtime::prof::Profiler;
+use synaptic_runtime::registry::{ModelDesc, Registry};
+use synaptic_runtime::sched::Scheduler;
+use synaptic_serve::boot::{boot_cpu1, BootPlatform, BootReport, Budgets, Down, Link};
+use synaptic_serve::{Runtime, Server, SharedRegion};
+use zephyr::printkln;
+
+use crate::clock::ZephyrClock;
+use crate::doorbell::{self, PeerDoorbell};
+use crate::status::{ModelLine, Snapshot, SNAPSHOT, STATUS};
+use crate::sync::{KernelMutex, KernelSemaphore};
+
+/// Slots per ring (Kconfig; devicetree must agree).
+pub const N: usize = zephyr::kconfig::CONFIG_SYNAPTIC_RING_ENTRIES as usize;
+/// The shared region as CPU0 uses it.
+pub type Region = SharedRegion<'static, N>;
+
+/// Models the service registers at most (`CONFIG_SYNAPTIC_MAX_MODELS`).
+pub const MAX_MODELS: usize = crate::status::MAX_MODELS;
+const MAX_PIPELINES: usize = zephyr::kconfig::CONFIG_SYNAPTIC_MAX_PIPELINES as usize;
+const MAX_STAGES: usize = zephyr::kconfig::CONFIG_SYNAPTIC_MAX_PIPELINE_STAGES as usize;
+const MAX_JOBS: usize = zephyr::kconfig::CONFIG_SYNAPTIC_MAX_JOBS as usize;
+const ARENA_SIZE: usize = zephyr::kconfig::CONFIG_SYNAPTIC_ARENA_SIZE as usize;
+const SCRATCH_SIZE: usize = zephyr::kconfig::CONFIG_SYNAPTIC_SCRATCH_SIZE as usize;
+/// Every job slot's two buffers can hold the largest output the slot takes.
+const WORK_SIZE: usize = 2 * MAX_JOBS * EXCHANGE_OUTPUT_SIZE;
+
+/// Decoded requests waiting for the serving thread: a full ring twice.
+const INBOX_DEPTH: usize = 2 * N;
+/// The dispatch thread's doorbell timeout, milliseconds.
+const DISPATCH_POLL_MS: u32 = 100;
+/// How long an idle serving thread waits for a request per turn.
+const IDLE_MS: u32 = 50;
+
+/// Stack of the serving thread: the runtime lives on it (the stub NPU's
+/// device buffers, 33 KB, are most of it).
+pub const SERVING_STACK: usize = 44 * 1024;
+/// Priority of the dispatch thread (preemptible, above the serving thread).
+pub const DISPATCH_PRIORITY: i32 = 2;
+/// Priority of the serving thread.
+pub const SERVING_PRIORITY: i32 = 4;
+
+static WAKE: KernelSemaphore = KernelSemaphore::new(0, 1);
+static INBOX: Inbox<KernelSemaphore, INBOX_DEPTH> =
+    Inbox::new(KernelSemaphore::new(0, INBOX_DEPTH as u32));
+/// Given by the serving thread once its runtime is up (or failed).
+static SERVING_UP: KernelSemaphore = KernelSemaphore::new(0, 1);
+static STARTED: AtomicBool = AtomicBool::new(false);
+static WORK: ConstStaticCell<[u8; WORK_SIZE]> = ConstStaticCell::new([0; WORK_SIZE]);
+static ARENA: ConstStaticCell<[u8; ARENA_SIZE]> = ConstStaticCell::new([0; ARENA_SIZE]);
+/// The region, for readers of the control block (the shell).
+static REGION: KernelMutex<Option<Region>> = KernelMutex::new(None);
+
+/// How CPU0's service is set up.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Models to register and export to CPU1, by name.
+    pub models: heapless::Vec<ModelDesc<'static>, MAX_MODELS>,
+    /// Device time of one stub NPU invoke, microseconds.
+    pub npu_latency_us: u64,
+    /// Seed of the stub NPU's output function.
+    pub npu_seed: u32,
+    /// Make invokes whose input starts with `synaptic_runtime::npu::FAIL_MARKER` fail.
+    pub npu_fail_on_marker: bool,
+    /// How long boot waits for CPU1.
+    pub budgets: Budgets,
+}
+
+/// Why the service did not start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartError {
+    /// [`start`] already ran this boot.
+    AlreadyStarted,
+    /// No `synaptic,shared-memory` in devicetree, or it does not fit.
+    NoRegion,
+    /// Devicetree's `ring-entries` differs from `CONFIG_SYNAPTIC_RING_ENTRIES`.
+    RingEntries,
+    /// The doorbell did not start.
+    Doorbell,
+    /// The runtime did not come up (see the snapshot's `setup_error`).
+    Runtime(&'static str),
+}
+
+/// The region devicetree names, checked against this build.
+pub fn region_from_devicetree() -> Result<Region, StartError> {
+    let shared = crate::platform::shared_memory().ok_or(StartError::NoRegion)?;
+    if shared.ring_entries as usize != N {
+        return Err(StartError::RingEntries);
+    }
+    let base = core::ptr::NonNull::new(shared.base as *mut u8).ok_or(StartError::NoRegion)?;
+    // SAFETY: devicetree reserves this window for synaptic; it is mapped for
+    // the whole program, and on this core only synaptic's views (this crate,
+    // synaptic-serve, synaptic-ring) touch it.
+    unsafe { SharedRegion::from_raw(base, shared.size as usize) }.map_err(|_| StartError::NoRegion)
+}
+
+/// The region, once [`start`] has published it.
+pub fn region() -> Option<Region> {
+    *REGION.lock()
+}
+
+/// Start the service: publish the region, start both threads, boot CPU1
+/// through `platform` (`None`: no CPU1 image in this build, single-core
+/// mode), and return the boot report. Prints one line per boot step.
+///
+/// # Errors
+///
+/// [`StartError`]; CPU0 has then no service (the link stays down).
+pub fn start(
+    options: Options,
+    platform: Option<&mut dyn BootPlatform>,
+) -> Result<BootReport, StartError> {
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return Err(StartError::AlreadyStarted);
+    }
+    let region = match region_from_devicetree() {
+        Ok(r) => r,
+        Err(e) => {
+            STATUS.set_no_region();
+            return Err(e);
+        }
+    };
+    // SAFETY: `STARTED` makes this the first and only start on CPU0 and CPU1
+    // has not been released yet, so no ring handle exists on either core.
+    unsafe { region.publish() };
+    *REGION.lock() = Some(region);
+    // SAFETY: CPU0 is the only producer of ring CPU0→CPU1 and this the only
+    // handle on this core (`STARTED`).
+    let producer = unsafe { Producer::attach(region.ring(Direction::Cpu0ToCpu1)) };
+    // SAFETY: likewise, the only consumer of ring CPU1→CPU0.
+    let consumer = unsafe { Consumer::attach(region.ring(Direction::Cpu1ToCpu0)) };
+    let bell = doorbell::init(&WAKE).map_err(|_| StartError::Doorbell)?;
+    let budgets = options.budgets;
+
+    let dispatch_thread = dispatch(Dispatcher::new(consumer, &INBOX));
+    dispatch_thread.set_priority(DISPATCH_PRIORITY);
+    dispatch_thread.start();
+    let serving_thread = serving(region, producer, bell, options);
+    serving_thread.set_priority(SERVING_PRIORITY);
+    serving_thread.start();
+    SERVING_UP.take(Timeout::Forever);
+    if let Some(why) = SNAPSHOT.lock().setup_error {
+        return Err(StartError::Runtime(why));
+    }
+
+    let report = match platform {
+        None => BootReport {
+            link: Link::Down(Down::ImageAbsent),
+            vectors: None,
+            ready_us: None,
+            handshake_us: None,
+        },
+        Some(platform) => boot_cpu1(&region, platform, &ZephyrClock, budgets, || {
+            STATUS.status_answered() > 0
+        }),
+    };
+    STATUS.set_boot(&report);
+    print_boot(&report);
+    Ok(report)
+}
+
+fn print_boot(report: &BootReport) {
+    if let Some(v) = report.vectors {
+        printkln!(
+            "synaptic: CPU1 vector table: initial SP 0x{:08x}, reset 0x{:08x}",
+            v.initial_sp,
+            v.reset
+        );
+    }
+    match report.link {
+        Link::Up => printkln!(
+            "synaptic: CPU1 up: cpu1_ready {} us after release, first STATUS_REQ answered {} us after release",
+            report.ready_us.unwrap_or(0),
+            report.handshake_us.unwrap_or(0)
+        ),
+        Link::Down(Down::ImageAbsent) => printkln!("synaptic: CPU1 image absent: single-core mode"),
+        Link::Down(Down::ImageInvalid(e)) | Link::Down(Down::Platform(e)) => printkln!(
+            "synaptic: CPU1 not started ({}): single-core mode",
+            crate::status::describe_boot_error(e)
+        ),
+        Link::Down(Down::NotReady) => {
+            printkln!("synaptic: CPU1 did not attach within the budget: single-core mode")
+        }
+        Link::Down(Down::NoStatus) => {
+            printkln!("synaptic: CPU1 attached but sent no STATUS_REQ within the budget")
+        }
+    }
+}
+
+/// Print the `syn ipc status` view with `printk`.
+pub fn print_status() {
+    write_status(|args| printkln!("{}", args));
+}
+
+/// Write the `syn ipc status` view, one line per call.
+pub fn write_status(line: impl FnMut(core::fmt::Arguments<'_>)) {
+    let rtt = region().map(|r| {
+        (
+            r.rtt(),
+            r.is_ready(synaptic_abi::Core::Cpu0),
+            r.is_ready(synaptic_abi::Core::Cpu1),
+        )
+    });
+    STATUS.write_view(rtt, line);
+}
+
+#[zephyr::thread(stack_size = 2048)]
+fn dispatch(dispatcher: Dispatcher<'static, N, KernelSemaphore, INBOX_DEPTH>) {
+    let mut dispatcher = dispatcher;
+    loop {
+        dispatcher.wait_and_dispatch(&WAKE, Timeout::Millis(DISPATCH_POLL_MS));
+    }
+}
+
+/// Reports a setup failure to [`start`] and parks the serving thread.
+fn setup_failed(why: &'static str) {
+    SNAPSHOT.lock().setup_error = Some(why);
+    SERVING_UP.give();
+}
+
+#[zephyr::thread(stack_size = SERVING_STACK)]
+fn serving(region: Region, producer: Producer<'static, N>, bell: PeerDoorbell, options: Options) {
+    let clock = ZephyrClock;
+    let mut registry: Registry<MAX_MODELS> = Registry::new();
+    let mut pipelines: PipelinePool<MAX_PIPELINES, MAX_STAGES> = PipelinePool::new();
+    let mut npu: StubNpu<ZephyrClock> = StubNpu::new(clock, options.npu_seed);
+    if npu.init().is_err() {
+        return setup_failed("NPU init");
+    }
+    npu.set_latency_us(options.npu_latency_us);
+    npu.fail_on_marker(options.npu_fail_on_marker);
+    let Some(work) = WORK.try_take() else {
+        return setup_failed("work buffer taken");
+    };
+    let mut scheduler: Scheduler<'static, MAX_JOBS> = Scheduler::new(work);
+    let mut profiler = Profiler::new();
+    profiler.enable(&clock);
+    let Some(arena_buffer) = ARENA.try_take() else {
+        return setup_failed("arena buffer taken");
+    };
+    let Ok(mut arena) = Arena::<'static, DEFAULT_SCRATCH_DEPTH>::new(arena_buffer, SCRATCH_SIZE)
+    else {
+        return setup_failed("arena");
+    };
+    let mut server: Server<'static> = Server::new(&region);
+    {
+        let mut snapshot = SNAPSHOT.lock();
+        for desc in &options.models {
+            let Ok(handle) = registry.register(desc) else {
+                drop(snapshot);
+                return setup_failed("model registration");
+            };
+            // The model's run-time working memory, reserved for its life.
+            if desc.sram_needed > 0 {
+                let reserve = TensorMeta::vector(DType::Int8, desc.sram_needed as usize);
+                if reserve
+                    .and_then(|m| arena.alloc(m, Lifetime::Persistent))
+                    .is_err()
+                {
+                    drop(snapshot);
+                    return setup_failed("arena too small for the models' working memory");
+                }
+            }
+            let exported = server.export(&registry, &mut pipelines, handle).is_ok();
+            if let Ok(info) = registry.info(handle) {
+                let mut name = heapless::String::new();
+                let _ = name.push_str(info.name.as_str());
+                let _ = snapshot.models.push(ModelLine {
+                    handle: handle.raw(),
+                    name,
+                    input: info.input_size(),
+                    output: info.output_size(),
+                    exported,
+                });
+            }
+        }
+        snapshot.mem = Some(arena.stats());
+        snapshot.caps = Some(npu.capabilities());
+    }
+    SERVING_UP.give();
+
+    let mut sender = Sender::new(producer, bell);
+    let mut rt = Runtime {
+        scheduler: &mut scheduler,
+        registry: &mut registry,
+        npu: &mut npu,
+        pipelines: &mut pipelines,
+        clock: &clock,
+        profiler: Some(&mut profiler),
+    };
+    loop {
+        let work = server.poll(&INBOX, &mut rt, &mut sender, Timeout::Millis(IDLE_MS));
+        if work > 0 {
+            STATUS.set_serve(&server.stats());
+            let last = rt.profiler.as_ref().and_then(|p| p.last());
+            if last.is_some() {
+                publish_profile(last);
+            }
+        }
+    }
+}
+
+fn publish_profile(last: Option<synaptic_runtime::prof::InferenceProfile>) {
+    let mut snapshot = SNAPSHOT.lock();
+    snapshot.prof = last;
+}
+
+/// A copy of the runtime snapshot's parts the shell prints.
+pub fn snapshot<R>(f: impl FnOnce(&Snapshot) -> R) -> R {
+    f(&SNAPSHOT.lock())
+}
+
+/// The serving layer's progress counters, for `syn mpu test` in the C glue
+/// (both cores kept serving when both advance).
+///
+/// # Safety
+///
+/// Each pointer is NULL or valid for a `u32` write.
+#[no_mangle]
+pub unsafe extern "C" fn syn_service_progress(served: *mut u32, status_answered: *mut u32) {
+    // SAFETY: NULL or valid for writes (contract).
+    unsafe {
+        if let Some(p) = served.as_mut() {
+            *p = STATUS.served();
+        }
+        if let Some(p) = status_answered.as_mut() {
+            *p = STATUS.status_answered();
+        }
+    }
+}

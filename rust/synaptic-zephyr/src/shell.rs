@@ -1,0 +1,185 @@
+//! The `syn` shell commands' Rust half: each `syn_shell_*` function
+//! prints its view line by line through `syn_shell_line()` of the module's
+//! C glue (`src/synaptic_shell.c`, which registers the command table,
+//! because Zephyr's shell is macros and variadic functions).
+//!
+//! Every view reads [`crate::status`]: counters and a snapshot the serving
+//! thread publishes, never the runtime itself (which is the serving
+//! thread's alone).
+
+use core::ffi::{c_char, c_int, c_void};
+use core::fmt::{self, Write as _};
+
+use synaptic_runtime::arena::DType;
+
+use heapless::String;
+
+extern "C" {
+    fn syn_shell_line(sh: *const c_void, text: *const c_char, len: usize);
+}
+
+/// Prints one formatted line on `sh`.
+fn print(sh: *const c_void, args: fmt::Arguments<'_>) {
+    let line = Line::format(args);
+    // SAFETY: `sh` is the shell pointer Zephyr passed to the command
+    // handler that called us (checked non-null there); the text is valid
+    // for `len` bytes for the duration of the call, which copies it out.
+    unsafe { syn_shell_line(sh, line.0.as_ptr().cast(), line.0.len()) };
+}
+
+fn not_running(sh: *const c_void) -> c_int {
+    print(
+        sh,
+        format_args!("synaptic service not running on this core"),
+    );
+    synaptic_abi::Errno::NoDev.negative()
+}
+
+/// `syn version`.
+#[no_mangle]
+pub extern "C" fn syn_shell_version(sh: *const c_void) -> c_int {
+    if sh.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    print(
+        sh,
+        format_args!(
+            "synaptic {} (ABI v{}, {} ring entries)",
+            env!("CARGO_PKG_VERSION"),
+            synaptic_abi::LAYOUT_VERSION,
+            crate::service::N
+        ),
+    );
+    0
+}
+
+/// `syn mem stats`.
+#[no_mangle]
+pub extern "C" fn syn_shell_mem_stats(sh: *const c_void) -> c_int {
+    if sh.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    let Some(m) = crate::service::snapshot(|s| s.mem) else {
+        return not_running(sh);
+    };
+    print(
+        sh,
+        format_args!(
+            "arena: total {} B, used {} B (persistent {}, ephemeral {}), peak {} B",
+            m.total, m.used, m.persistent_used, m.ephemeral_used, m.peak
+        ),
+    );
+    print(
+        sh,
+        format_args!(
+            "scratch: {} of {} B; allocations {}, resets {}",
+            m.scratch_used, m.scratch_total, m.allocation_count, m.reset_count
+        ),
+    );
+    0
+}
+
+/// `syn model list`.
+#[no_mangle]
+pub extern "C" fn syn_shell_model_list(sh: *const c_void) -> c_int {
+    if sh.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    let count = crate::service::snapshot(|s| {
+        for m in &s.models {
+            print(
+                sh,
+                format_args!(
+                    "model 0x{:08x} {}: input {} B, output {} B, {}",
+                    m.handle,
+                    m.name,
+                    m.input,
+                    m.output,
+                    if m.exported {
+                        "served to CPU1"
+                    } else {
+                        "CPU0 only"
+                    }
+                ),
+            );
+        }
+        s.models.len()
+    });
+    print(sh, format_args!("{} models", count));
+    0
+}
+
+/// `syn npu caps`.
+#[no_mangle]
+pub extern "C" fn syn_shell_npu_caps(sh: *const c_void) -> c_int {
+    if sh.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    let Some(c) = crate::service::snapshot(|s| s.caps) else {
+        return not_running(sh);
+    };
+    print(
+        sh,
+        format_args!(
+            "npu (stub): max input {} B, max output {} B, int8 {}, float32 {}, async {}, resident models {}",
+            c.max_input_bytes,
+            c.max_output_bytes,
+            if c.supports(DType::Int8) { "yes" } else { "no" },
+            if c.supports(DType::Float32) { "yes" } else { "no" },
+            if c.async_invoke { "yes" } else { "no" },
+            c.max_resident_models
+        ),
+    );
+    0
+}
+
+/// `syn prof last`.
+#[no_mangle]
+pub extern "C" fn syn_shell_prof_last(sh: *const c_void) -> c_int {
+    if sh.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    match crate::service::snapshot(|s| s.prof) {
+        Some(p) => print(
+            sh,
+            format_args!(
+                "last inference: total {} us, pre {} us, npu {} us, post {} us, npu share {} permille",
+                p.total_us, p.preprocess_us, p.npu_us, p.postprocess_us, p.npu_utilization_permille
+            ),
+        ),
+        None => print(sh, format_args!("no inference profiled yet")),
+    }
+    0
+}
+
+/// `syn ipc status`.
+#[no_mangle]
+pub extern "C" fn syn_shell_ipc_status(sh: *const c_void) -> c_int {
+    if sh.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    crate::service::write_status(|args| print(sh, args));
+    0
+}
+
+/// A line buffer for formatted output (truncates instead of failing).
+struct Line(String<160>);
+
+impl Line {
+    fn format(args: fmt::Arguments<'_>) -> Line {
+        let mut line = Line(String::new());
+        let _ = line.write_fmt(args);
+        line
+    }
+}
+
+impl fmt::Write for Line {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            if self.0.push(c).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,276 @@
+//! What CPU0's service has done, for the shell and the applications: boot
+//! figures, serving counters, and a snapshot of the runtime (models,
+//! arena, NPU capabilities, last profile).
+//!
+//! Writers are the boot sequence (once) and the serving thread (after
+//! every turn that did work); readers are any thread (the shell's).
+//! Counters are separate atomic words, so a reader may see one turn's
+//! counters mixed with the next turn's: each number is exact, the set is
+//! not a transaction. The runtime snapshot is copied under a `k_mutex`.
+
+use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use heapless::{String, Vec};
+use synaptic_runtime::arena::MemStats;
+use synaptic_runtime::npu::NpuCapabilities;
+use synaptic_runtime::prof::InferenceProfile;
+use synaptic_serve::boot::{BootError, BootReport, Down, Link};
+use synaptic_serve::{RttWords, ServeStats};
+
+use crate::sync::KernelMutex;
+
+/// Models the snapshot lists (the registry's capacity).
+pub const MAX_MODELS: usize = zephyr::kconfig::CONFIG_SYNAPTIC_MAX_MODELS as usize;
+
+const NONE: u32 = u32::MAX;
+
+/// Link word values.
+mod link {
+    pub const BOOTING: u32 = 0;
+    pub const UP: u32 = 1;
+    pub const ABSENT: u32 = 2;
+    pub const INVALID: u32 = 3;
+    pub const PLATFORM: u32 = 4;
+    pub const NOT_READY: u32 = 5;
+    pub const NO_STATUS: u32 = 6;
+    pub const NO_REGION: u32 = 7;
+}
+
+/// Counters of CPU0's service.
+pub struct ServiceStatus {
+    link: AtomicU32,
+    ready_us: AtomicU32,
+    handshake_us: AtomicU32,
+    requests: AtomicU32,
+    served: AtomicU32,
+    errors: AtomicU32,
+    violations: AtomicU32,
+    busy: AtomicU32,
+    lookups: AtomicU32,
+    status: AtomicU32,
+    reply_failures: AtomicU32,
+    latency_avg_us: AtomicU32,
+    latency_max_us: AtomicU32,
+}
+
+/// The service's counters (one per program).
+pub static STATUS: ServiceStatus = ServiceStatus::new();
+
+fn saturate(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+impl ServiceStatus {
+    const fn new() -> Self {
+        ServiceStatus {
+            link: AtomicU32::new(link::BOOTING),
+            ready_us: AtomicU32::new(NONE),
+            handshake_us: AtomicU32::new(NONE),
+            requests: AtomicU32::new(0),
+            served: AtomicU32::new(0),
+            errors: AtomicU32::new(0),
+            violations: AtomicU32::new(0),
+            busy: AtomicU32::new(0),
+            lookups: AtomicU32::new(0),
+            status: AtomicU32::new(0),
+            reply_failures: AtomicU32::new(0),
+            latency_avg_us: AtomicU32::new(0),
+            latency_max_us: AtomicU32::new(0),
+        }
+    }
+
+    // Ordering: every word is Relaxed: each is a statistic read on its own
+    // (see the module comment); nothing else is published through them.
+
+    /// Record the boot sequence's outcome.
+    pub fn set_boot(&self, report: &BootReport) {
+        let code = match report.link {
+            Link::Up => link::UP,
+            Link::Down(Down::ImageAbsent) => link::ABSENT,
+            Link::Down(Down::ImageInvalid(_)) => link::INVALID,
+            Link::Down(Down::Platform(_)) => link::PLATFORM,
+            Link::Down(Down::NotReady) => link::NOT_READY,
+            Link::Down(Down::NoStatus) => link::NO_STATUS,
+        };
+        let us = |v: Option<u64>| v.map_or(NONE, saturate);
+        self.ready_us.store(us(report.ready_us), Ordering::Relaxed);
+        self.handshake_us
+            .store(us(report.handshake_us), Ordering::Relaxed);
+        self.link.store(code, Ordering::Relaxed);
+    }
+
+    /// Record that there is no shared region (devicetree names none).
+    pub fn set_no_region(&self) {
+        self.link.store(link::NO_REGION, Ordering::Relaxed);
+    }
+
+    /// Record the serving layer's counters.
+    pub fn set_serve(&self, s: &ServeStats) {
+        let words = [
+            (&self.requests, s.requests),
+            (&self.served, s.served),
+            (&self.errors, s.errors),
+            (&self.violations, s.violations),
+            (&self.busy, s.busy),
+            (&self.lookups, s.lookups),
+            (&self.status, s.status),
+            (&self.reply_failures, s.reply_failures),
+            (&self.latency_avg_us, saturate(s.latency_average_us())),
+            (&self.latency_max_us, saturate(s.latency_max_us)),
+        ];
+        for (word, value) in words {
+            word.store(value, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether CPU1 attached and its first `STATUS_REQ` was answered.
+    pub fn link_up(&self) -> bool {
+        self.link.load(Ordering::Relaxed) == link::UP
+    }
+
+    /// `STATUS_REQ` requests answered so far.
+    pub fn status_answered(&self) -> u32 {
+        self.status.load(Ordering::Relaxed)
+    }
+
+    /// Inferences answered with an output so far.
+    pub fn served(&self) -> u32 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered with a negative status so far.
+    pub fn errors(&self) -> u32 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Requests that broke the contract so far.
+    pub fn violations(&self) -> u32 {
+        self.violations.load(Ordering::Relaxed)
+    }
+
+    fn link_text(&self) -> &'static str {
+        match self.link.load(Ordering::Relaxed) {
+            link::BOOTING => "DOWN (booting)",
+            link::UP => "UP",
+            link::ABSENT => "DOWN (CPU1 image absent: single-core mode)",
+            link::INVALID => "DOWN (CPU1 image invalid)",
+            link::PLATFORM => "DOWN (CPU1 could not be started)",
+            link::NOT_READY => "DOWN (CPU1 did not attach within 100 ms)",
+            link::NO_STATUS => "DOWN (no STATUS_REQ from CPU1 within 200 ms)",
+            _ => "DOWN (no shared region in devicetree)",
+        }
+    }
+
+    /// The `syn ipc status` view, one line per call of `line`. `rtt` is
+    /// what CPU1 published in the control block, with both ready flags.
+    pub fn write_view(
+        &self,
+        rtt: Option<(RttWords, bool, bool)>,
+        mut line: impl FnMut(fmt::Arguments<'_>),
+    ) {
+        let r = |w: &AtomicU32| w.load(Ordering::Relaxed);
+        line(format_args!("link: {}", self.link_text()));
+        let us = |v: u32| -> Us { Us(v) };
+        line(format_args!(
+            "cpu1 boot: {} (release to cpu1_ready), handshake: {} (release to first STATUS_REQ)",
+            us(r(&self.ready_us)),
+            us(r(&self.handshake_us))
+        ));
+        line(format_args!(
+            "STATUS_REQ answered: {}, model lookups: {}",
+            r(&self.status),
+            r(&self.lookups)
+        ));
+        line(format_args!(
+            "inferences served: {}, errors {} (violations {}, busy {}), average {} us, max {} us",
+            r(&self.served),
+            r(&self.errors),
+            r(&self.violations),
+            r(&self.busy),
+            r(&self.latency_avg_us),
+            r(&self.latency_max_us)
+        ));
+        if let Some((rtt, cpu0_ready, cpu1_ready)) = rtt {
+            line(format_args!(
+                "rtt (cpu1): last {} us, min {} us, max {} us over {} samples; ready flags cpu0 {}, cpu1 {}",
+                rtt.last_us,
+                rtt.min_us,
+                rtt.max_us,
+                rtt.count,
+                u8::from(cpu0_ready),
+                u8::from(cpu1_ready)
+            ));
+        }
+        if r(&self.reply_failures) > 0 {
+            line(format_args!(
+                "replies lost (ring to CPU1 full): {}",
+                r(&self.reply_failures)
+            ));
+        }
+    }
+}
+
+/// A microsecond figure that may be absent.
+struct Us(u32);
+
+impl fmt::Display for Us {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == NONE {
+            f.write_str("n/a")
+        } else {
+            write!(f, "{} us", self.0)
+        }
+    }
+}
+
+/// One registered model as the shell lists it.
+#[derive(Clone, Debug)]
+pub struct ModelLine {
+    /// Raw handle (index and generation).
+    pub handle: u32,
+    /// Registry name.
+    pub name: String<32>,
+    /// Input bytes.
+    pub input: usize,
+    /// Output bytes.
+    pub output: usize,
+    /// Whether CPU1 can reach it.
+    pub exported: bool,
+}
+
+/// The runtime as the serving thread last published it.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Registered models.
+    pub models: Vec<ModelLine, MAX_MODELS>,
+    /// Arena statistics.
+    pub mem: Option<MemStats>,
+    /// NPU capabilities.
+    pub caps: Option<NpuCapabilities>,
+    /// The last profiled inference.
+    pub prof: Option<InferenceProfile>,
+    /// Why the service did not start, if it did not.
+    pub setup_error: Option<&'static str>,
+}
+
+/// The snapshot (one per program).
+pub static SNAPSHOT: KernelMutex<Snapshot> = KernelMutex::new(Snapshot {
+    models: Vec::new(),
+    mem: None,
+    caps: None,
+    prof: None,
+    setup_error: None,
+});
+
+/// Why the boot sequence ended as it did, as a short phrase.
+pub fn describe_boot_error(e: BootError) -> &'static str {
+    match e {
+        BootError::ImageAbsent => "image absent",
+        BootError::NotThumb { .. } => "reset vector without the Thumb bit",
+        BootError::StackOutsideRam { .. } => "initial SP outside CPU1's RAM",
+        BootError::ResetOutsideImage { .. } => "reset vector outside CPU1's image",
+        BootError::Platform(_) => "platform error",
+        _ => "unknown",
+    }
+}

@@ -1,0 +1,68 @@
+//! dual_model, CPU1: attach to CPU0's service, look both models up by name,
+//! and alternate requests at the 20 Hz sensor cadence, rendering each
+//! camera frame or MFCC window straight into the shared exchange slot
+//! (no private copy: a 96x96x3 frame would not fit twice in 64 KB). A 1 Hz
+//! `STATUS_REQ` heartbeat measures the round trip, which the client
+//! publishes in the control block for CPU0's `syn ipc status`.
+//!
+//! CPU1 has no console; what it does shows on CPU0's. No floating point.
+#![no_std]
+
+use dual_model_models as models;
+use synaptic_abi::Priority;
+use synaptic_ipc::Timeout;
+use synaptic_zephyr::client;
+
+/// Wait for each answer at most this long.
+const TIMEOUT: Timeout = Timeout::Millis(200);
+
+fn sleep_ms(ms: i32) {
+    // SAFETY: plain kernel call from thread context.
+    unsafe { zephyr::raw::k_msleep(ms) };
+}
+
+fn uptime_ms() -> i64 {
+    // SAFETY: plain kernel call.
+    unsafe { zephyr::raw::k_uptime_get() }
+}
+
+#[no_mangle]
+extern "C" fn rust_main() {
+    let Ok((client, _first)) = client::attach(Timeout::Millis(200)) else {
+        // Nothing to report to without a link: CPU0 shows the link down.
+        return;
+    };
+    let (Ok(face), Ok(kws)) = (
+        client.model_lookup(models::FACE, TIMEOUT),
+        client.model_lookup(models::KWS, TIMEOUT),
+    ) else {
+        return;
+    };
+    let face_len = models::input_len(&models::FACE_INPUT);
+    let kws_len = models::input_len(&models::KWS_INPUT);
+    let mut output = [0u8; 16];
+    let mut last_heartbeat = uptime_ms();
+    let mut seq: u32 = 0;
+    loop {
+        let started = uptime_ms();
+        // Errors are counted by both sides (CPU0's status view shows them);
+        // the cadence goes on regardless.
+        if let Ok(mut session) = client.session(TIMEOUT) {
+            let input = session.infer_input();
+            let _ = if seq.is_multiple_of(2) {
+                models::render_frame(seq / 2, &mut input[..face_len]);
+                session.infer(face, face_len, &mut output, Priority::RealTime, TIMEOUT)
+            } else {
+                models::render_mfcc(seq / 2, &mut input[..kws_len]);
+                session.infer(kws, kws_len, &mut output, Priority::Normal, TIMEOUT)
+            };
+        }
+        seq = seq.wrapping_add(1);
+        if uptime_ms() - last_heartbeat >= i64::from(models::HEARTBEAT_MS) {
+            let _ = client.ping(TIMEOUT);
+            last_heartbeat = uptime_ms();
+        }
+        let spent = (uptime_ms() - started).clamp(0, i64::from(models::PERIOD_MS)) as i32;
+        sleep_ms(models::PERIOD_MS as i32 - spent);
+    }
+}
