@@ -133,28 +133,38 @@ static uint32_t syn_take_mmfar(void)
 	return mmfar;
 }
 
+/* Outcome of syn_mpu_guard_init(), reported once logging is up. */
+enum syn_guard_outcome {
+	SYN_GUARD_PROGRAMMED,
+	SYN_GUARD_NO_MPU,
+	SYN_GUARD_MAIR_MISMATCH,
+	SYN_GUARD_LAST_IN_USE,
+	SYN_GUARD_OVERLAP,
+};
+
+static enum syn_guard_outcome syn_guard_outcome;
+static uint32_t syn_guard_regions;
+static uint32_t syn_guard_conflict;
+
 static int syn_mpu_guard_init(void)
 {
 	uint32_t regions = syn_mpu_num_regions();
-	uint32_t conflict = UINT32_MAX;
-	bool last_in_use = false;
 	unsigned int key;
 
+	syn_guard_regions = regions;
 	(void)syn_take_mmfar();
 	if (regions == 0U) {
-		LOG_ERR("MPU guard: this CPU has no MPU regions; CPU1's RAM is unguarded");
+		syn_guard_outcome = SYN_GUARD_NO_MPU;
 		return 0;
 	}
 	syn_guard_index = regions - 1U;
 
 	if (syn_mair_attr(MPU_MAIR_INDEX_SRAM_NOCACHE) != MPU_MAIR_ATTR_SRAM_NOCACHE) {
-		LOG_ERR("MPU guard: MAIR attribute %u is 0x%02x, not Zephyr's non-cacheable 0x%02x; "
-			"CPU1's RAM is unguarded",
-			MPU_MAIR_INDEX_SRAM_NOCACHE, syn_mair_attr(MPU_MAIR_INDEX_SRAM_NOCACHE),
-			(unsigned int)MPU_MAIR_ATTR_SRAM_NOCACHE);
+		syn_guard_outcome = SYN_GUARD_MAIR_MISMATCH;
 		return 0;
 	}
 
+	syn_guard_outcome = SYN_GUARD_PROGRAMMED;
 	key = irq_lock();
 	for (uint32_t i = 0U; i < regions; i++) {
 		MPU->RNR = i;
@@ -165,7 +175,7 @@ static int syn_mpu_guard_init(void)
 			continue;
 		}
 		if (i == syn_guard_index) {
-			last_in_use = true;
+			syn_guard_outcome = SYN_GUARD_LAST_IN_USE;
 			break;
 		}
 
@@ -173,11 +183,12 @@ static int syn_mpu_guard_init(void)
 		uint32_t limit = (rlar & MPU_RLAR_LIMIT_Msk) | (SYN_MPU_GRANULE - 1U);
 
 		if (base <= SYN_GUARD_LIMIT && SYN_GUARD_BASE <= limit) {
-			conflict = i;
+			syn_guard_outcome = SYN_GUARD_OVERLAP;
+			syn_guard_conflict = i;
 			break;
 		}
 	}
-	if (!last_in_use && conflict == UINT32_MAX) {
+	if (syn_guard_outcome == SYN_GUARD_PROGRAMMED) {
 		MPU->RNR = syn_guard_index;
 		MPU->RBAR = SYN_GUARD_RBAR;
 		MPU->RLAR = SYN_GUARD_RLAR;
@@ -185,22 +196,45 @@ static int syn_mpu_guard_init(void)
 		barrier_isync_fence_full();
 	}
 	irq_unlock(key);
-
-	if (last_in_use) {
-		LOG_ERR("MPU guard: region %u (the last) is already in use; CPU1's RAM is unguarded",
-			syn_guard_index);
-	} else if (conflict != UINT32_MAX) {
-		LOG_ERR("MPU guard: 0x%08x-0x%08x overlaps MPU region %u; CPU1's RAM is unguarded",
-			SYN_GUARD_BASE, SYN_GUARD_LIMIT, conflict);
-	} else {
-		LOG_INF("MPU guard: region %u/%u over CPU1's RAM 0x%08x-0x%08x, read-only, XN",
-			syn_guard_index, regions, SYN_GUARD_BASE, SYN_GUARD_LIMIT);
-	}
 	return 0;
 }
 
 /* After arch_kernel_init() programmed Zephyr's own regions (see above). */
 SYS_INIT(syn_mpu_guard_init, PRE_KERNEL_1, 0);
+
+/* Log backends may not be up at PRE_KERNEL_1: say what happened later. */
+static int syn_mpu_guard_report(void)
+{
+	switch (syn_guard_outcome) {
+	case SYN_GUARD_PROGRAMMED:
+		LOG_INF("MPU guard: region %u of %u over CPU1's RAM 0x%08x-0x%08x, "
+			"read-only, execute-never",
+			syn_guard_index, syn_guard_regions, SYN_GUARD_BASE, SYN_GUARD_LIMIT);
+		break;
+	case SYN_GUARD_NO_MPU:
+		LOG_ERR("MPU guard: this CPU has no MPU regions; CPU1's RAM is unguarded");
+		break;
+	case SYN_GUARD_MAIR_MISMATCH:
+		LOG_ERR("MPU guard: MAIR attribute %u is 0x%02x, not Zephyr's non-cacheable "
+			"0x%02x; CPU1's RAM is unguarded",
+			MPU_MAIR_INDEX_SRAM_NOCACHE, syn_mair_attr(MPU_MAIR_INDEX_SRAM_NOCACHE),
+			(unsigned int)MPU_MAIR_ATTR_SRAM_NOCACHE);
+		break;
+	case SYN_GUARD_LAST_IN_USE:
+		LOG_ERR("MPU guard: region %u (the last) is already in use; "
+			"CPU1's RAM is unguarded",
+			syn_guard_index);
+		break;
+	case SYN_GUARD_OVERLAP:
+		LOG_ERR("MPU guard: 0x%08x-0x%08x overlaps MPU region %u; "
+			"CPU1's RAM is unguarded",
+			SYN_GUARD_BASE, SYN_GUARD_LIMIT, syn_guard_conflict);
+		break;
+	}
+	return 0;
+}
+
+SYS_INIT(syn_mpu_guard_report, APPLICATION, 0);
 
 int syn_mpu_guard_region(struct syn_mpu_region *out)
 {
