@@ -163,7 +163,7 @@ pub extern "C" fn syn_shell_ipc_status(sh: *const c_void) -> c_int {
 }
 
 /// A line buffer for formatted output (truncates instead of failing).
-struct Line(String<160>);
+struct Line(String<192>);
 
 impl Line {
     fn format(args: fmt::Arguments<'_>) -> Line {

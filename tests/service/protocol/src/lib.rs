@@ -1,0 +1,247 @@
+//! What both images of the service test agree on.
+//!
+//! * The two test models: small, so that a 10,000-serve soak takes seconds
+//!   of emulated time (the 96x96x3 path runs in `samples/dual_model`).
+//! * [`expected`]: the stub NPU's documented pure output function, the
+//!   reference CPU1 checks every output against.
+//! * CPU1's report: [`Report`] words at the end of the shared region (in
+//!   the payload pool, past the exchange slot, which nothing else uses).
+//!   CPU1 has no console, so it reports there and CPU0 prints.
+//!
+//! Integer arithmetic only: CPU1 has no FPU.
+#![no_std]
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use synaptic_runtime::arena::{DType, Shape, TensorMeta};
+use synaptic_runtime::registry::ModelDesc;
+
+/// The soak's "camera" model: a 24x24x3 thumbnail.
+pub const THUMB: &str = "face_thumb";
+/// Its input shape.
+pub const THUMB_INPUT: [u32; 3] = [24, 24, 3];
+/// Its output bytes.
+pub const THUMB_OUTPUT: usize = 16;
+/// The soak's keyword-spotting model (49x10 MFCC in, 12 classes out).
+pub const KWS: &str = "kws";
+/// Its input shape.
+pub const KWS_INPUT: [u32; 2] = [49, 10];
+/// Its output bytes.
+pub const KWS_OUTPUT: usize = 12;
+/// Seed of the stub NPU.
+pub const SEED: u32 = 0x5359_4E33;
+/// Device time of one stub NPU invoke, microseconds.
+pub const NPU_LATENCY_US: u64 = 200;
+/// Serves in the soak (alternating the two models).
+pub const SOAK: u32 = 10_000;
+/// Serves after CPU1's restart.
+pub const AFTER_RESTART: u32 = 100;
+
+/// Input bytes of a shape (int8).
+pub const fn input_len(shape: &[u32]) -> usize {
+    let mut n = 1;
+    let mut k = 0;
+    while k < shape.len() {
+        n *= shape[k] as usize;
+        k += 1;
+    }
+    n
+}
+
+/// The two models as CPU0 registers them.
+///
+/// # Errors
+///
+/// Never for the shapes above.
+pub fn descs() -> Result<[ModelDesc<'static>; 2], synaptic_runtime::arena::ArenaError> {
+    let model = |name, input: &[u32], output| -> Result<ModelDesc<'static>, _> {
+        Ok(ModelDesc {
+            name,
+            version: 1,
+            input: TensorMeta::new(DType::Int8, Shape::new(input)?),
+            output: TensorMeta::vector(DType::Int8, output)?,
+            flash_offset: 0,
+            flash_size: 0,
+            sram_needed: 0,
+            crc32: 0,
+        })
+    };
+    Ok([
+        model(THUMB, &THUMB_INPUT, THUMB_OUTPUT)?,
+        model(KWS, &KWS_INPUT, KWS_OUTPUT)?,
+    ])
+}
+
+/// Fill `input` with request `seq`'s tensor (xorshift, never the stub's
+/// failure marker first).
+pub fn fill(seq: u32, input: &mut [u8]) {
+    let mut x = seq.wrapping_mul(0x9E37_79B9) | 1;
+    for chunk in input.chunks_mut(4) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let bytes = x.to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    if input.first() == Some(&synaptic_runtime::npu::FAIL_MARKER) {
+        input[0] = 0;
+    }
+}
+
+/// What the stub NPU answers for `input` on model `handle` (raw).
+pub fn expected(handle: u32, input: &[u8], out: &mut [u8]) {
+    synaptic_runtime::npu::stub_output(SEED, handle, input, out);
+}
+
+/// Words of CPU1's report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Word {
+    /// [`DONE`] once everything below is final.
+    Done,
+    /// CPU1 lives so far (1 before the restart, 2 after).
+    Lives,
+    /// Soak serves whose output matched.
+    SoakOk,
+    /// Soak serves whose output differed.
+    SoakWrong,
+    /// Soak serves that returned an error.
+    SoakErrors,
+    /// Status of the request staged with the NPU failure marker (negative errno).
+    NpuError,
+    /// Status of the request with a 1 ms timeout (negative errno).
+    Timeout,
+    /// The request after the timeout: 1 when its output matched.
+    Recovered,
+    /// Late replies the first life's client discarded.
+    Discarded1,
+    /// Serves after the restart whose output matched.
+    RejoinOk,
+    /// Errors after the restart.
+    RejoinErrors,
+    /// Late replies the second life's client discarded (the pre-restart one).
+    Discarded2,
+    /// The second life's first handshake round trip, microseconds.
+    RejoinRttUs,
+    /// Where CPU1 stopped early (0: it did not), see [`Stop`].
+    Stopped,
+}
+
+/// Number of report words.
+pub const WORDS: usize = 14;
+/// The report's [`Word::Done`] value when CPU1 finished.
+pub const DONE: u32 = 0x444F_4E45;
+
+/// Where CPU1 stopped early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Stop {
+    /// Attach or handshake failed.
+    Attach = 1,
+    /// A model lookup failed.
+    Lookup = 2,
+    /// Attach or handshake failed after the restart.
+    Rejoin = 3,
+}
+
+/// CPU1's report in the shared region.
+pub struct Report {
+    words: *mut u32,
+}
+
+// SAFETY: a `Report` is an address; every access is an atomic word access.
+unsafe impl Send for Report {}
+// SAFETY: as above.
+unsafe impl Sync for Report {}
+
+impl Report {
+    /// The report at the end of the region at `base`, `size` bytes.
+    ///
+    /// # Safety
+    ///
+    /// `base..base + size` is the shared region, mapped for the program's
+    /// life, 4-aligned, and at least large enough for the ABI layout plus
+    /// [`WORDS`] words past the exchange slot; the last `4 * WORDS` bytes
+    /// are used by nothing but this report on both cores.
+    pub unsafe fn at_end(base: usize, size: usize) -> Report {
+        Report {
+            words: (base + size - 4 * WORDS) as *mut u32,
+        }
+    }
+
+    fn word(&self, w: Word) -> &AtomicU32 {
+        // SAFETY: `at_end`'s contract: the words exist, are aligned and only
+        // accessed atomically (by this type on both cores).
+        unsafe { AtomicU32::from_ptr(self.words.add(w as usize)) }
+    }
+
+    /// Zero every word (CPU0, before releasing CPU1).
+    pub fn clear(&self) {
+        for i in 0..WORDS {
+            // SAFETY: as in `word`.
+            unsafe { AtomicU32::from_ptr(self.words.add(i)) }.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Write a word.
+    pub fn set(&self, w: Word, value: u32) {
+        // Ordering: Release so a reader that sees `Done` sees the rest.
+        self.word(w).store(value, Ordering::Release);
+    }
+
+    /// Read a word.
+    pub fn get(&self, w: Word) -> u32 {
+        // Ordering: Acquire pairs with `set`.
+        self.word(w).load(Ordering::Acquire)
+    }
+
+    /// Whether CPU1 finished.
+    pub fn done(&self) -> bool {
+        self.get(Word::Done) == DONE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn report_words_round_trip_and_fit_past_the_slot() {
+        let mut region = std::vec![0u32; 1024];
+        let base = region.as_mut_ptr() as usize;
+        // SAFETY: the vector outlives the report.
+        let report = unsafe { Report::at_end(base, 4096) };
+        report.clear();
+        assert!(!report.done());
+        report.set(Word::SoakOk, 42);
+        report.set(Word::Done, DONE);
+        assert!(report.done());
+        assert_eq!(report.get(Word::SoakOk), 42);
+        assert_eq!(region[1024 - WORDS + Word::SoakOk as usize], 42);
+        assert_eq!(Word::Stopped as usize, WORDS - 1);
+        // The ABI's 96 KB region has room past the exchange slot.
+        let slot_end =
+            synaptic_abi::exchange_slot_offset::<16>() + synaptic_abi::EXCHANGE_SLOT_SIZE;
+        assert!(slot_end + 4 * WORDS <= 96 * 1024);
+    }
+
+    #[test]
+    fn expected_output_depends_on_input_and_model() {
+        let mut a = [0u8; 490];
+        let mut b = [0u8; 490];
+        fill(1, &mut a);
+        fill(2, &mut b);
+        let (mut x, mut y, mut z) = ([0u8; 12], [0u8; 12], [0u8; 12]);
+        expected(1, &a, &mut x);
+        expected(1, &b, &mut y);
+        expected(2, &a, &mut z);
+        assert_ne!(x, y);
+        assert_ne!(x, z);
+        for seq in 0..1000 {
+            fill(seq, &mut a);
+            assert_ne!(a[0], synaptic_runtime::npu::FAIL_MARKER);
+        }
+        assert_eq!(input_len(&THUMB_INPUT), 1728);
+    }
+}

@@ -1,0 +1,222 @@
+//! Service test, CPU0: the inference service with the test models and the
+//! stub NPU's failure marker armed, CPU1's test program as its client.
+//!
+//! What it checks and prints, in order: boot and handshake times (emulated),
+//! the MPU self test while CPU1 soaks (the fault fires, only the test
+//! thread dies, both cores keep serving), every `syn` shell command through
+//! Zephyr's dummy shell backend, CPU1's report (soak counts, `-EIO` from the
+//! failing NPU, `-ETIMEDOUT` and recovery, restart and rejoin), and the
+//! verdict. Built without CPU1's image it checks single-core mode instead.
+//! Times are QEMU's emulated time.
+#![no_std]
+
+use core::ffi::{c_char, c_int, c_void, CStr};
+
+use service_test_protocol::{self as p, Report, Word};
+use synaptic_abi::Errno;
+use synaptic_serve::boot::{BootPlatform, Budgets, Down, Link};
+use synaptic_zephyr::service::{self, Options};
+use synaptic_zephyr::status::STATUS;
+use zephyr::printkln;
+
+/// How long CPU1's whole program may take (emulated).
+const REPORT_TIMEOUT_MS: i64 = 240_000;
+
+extern "C" {
+    fn syn_mpu_test_run(line: *mut c_char, len: usize) -> c_int;
+    fn shell_backend_dummy_get_ptr() -> *const c_void;
+    fn shell_execute_cmd(sh: *const c_void, cmd: *const c_char) -> c_int;
+    fn shell_backend_dummy_get_output(sh: *const c_void, size: *mut usize) -> *const c_char;
+    fn shell_backend_dummy_clear_output(sh: *const c_void);
+}
+
+fn sleep_ms(ms: i32) {
+    // SAFETY: plain kernel call from thread context.
+    unsafe { zephyr::raw::k_msleep(ms) };
+}
+
+fn uptime_ms() -> i64 {
+    // SAFETY: plain kernel call.
+    unsafe { zephyr::raw::k_uptime_get() }
+}
+
+/// Run `cmd` on the dummy shell and print its output, each line prefixed;
+/// returns the command's result and whether the output contained `expect`.
+fn shell(cmd: &CStr, expect: &str) -> (c_int, bool) {
+    // SAFETY: the dummy backend is enabled (prj.conf); the pointer it returns
+    // is the shell instance, valid for the program's life.
+    let sh = unsafe { shell_backend_dummy_get_ptr() };
+    // SAFETY: `sh` is the dummy shell; `cmd` is NUL-terminated.
+    let rc = unsafe {
+        shell_backend_dummy_clear_output(sh);
+        shell_execute_cmd(sh, cmd.as_ptr())
+    };
+    let mut size = 0usize;
+    // SAFETY: the backend returns its buffer, NUL-terminated at `size`,
+    // valid until the next shell call on this thread.
+    let text = unsafe { CStr::from_ptr(shell_backend_dummy_get_output(sh, &mut size)) };
+    let text = text.to_str().unwrap_or("<not UTF-8>");
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        printkln!("shell> {}", line);
+    }
+    (rc, text.contains(expect))
+}
+
+#[no_mangle]
+extern "C" fn rust_main() {
+    let verdict = run();
+    printkln!(
+        "service test{}: {}",
+        if verdict.single_core {
+            " (single-core)"
+        } else {
+            ""
+        },
+        if verdict.pass { "PASS" } else { "FAIL" }
+    );
+}
+
+struct Verdict {
+    single_core: bool,
+    pass: bool,
+}
+
+fn run() -> Verdict {
+    let mut verdict = Verdict {
+        single_core: false,
+        pass: false,
+    };
+    let Some(shm) = synaptic_zephyr::platform::shared_memory() else {
+        printkln!("service test: no shared region in devicetree");
+        return verdict;
+    };
+    // SAFETY: devicetree's shared region, mapped for the program's life; the
+    // last words are the test report's alone on both cores.
+    let report = unsafe { Report::at_end(shm.base, shm.size as usize) };
+    report.clear();
+    let Ok(descs) = p::descs() else {
+        return verdict;
+    };
+    let options = Options {
+        models: heapless::Vec::from_slice(&descs).unwrap_or_default(),
+        npu_latency_us: p::NPU_LATENCY_US,
+        npu_seed: p::SEED,
+        npu_fail_on_marker: true,
+        budgets: Budgets::default(),
+    };
+    let mut platform = synaptic_zephyr::boot_platform();
+    let platform = platform.as_mut().map(|p| p as &mut dyn BootPlatform);
+    let boot = match service::start(options, platform) {
+        Ok(boot) => boot,
+        Err(e) => {
+            printkln!("service test: service did not start: {:?}", e);
+            return verdict;
+        }
+    };
+    if boot.link == Link::Down(Down::ImageAbsent) {
+        verdict.single_core = true;
+        let (rc, down) = shell(c"syn ipc status", "link: DOWN (CPU1 image absent");
+        let (rc2, listed) = shell(c"syn model list", "2 models");
+        verdict.pass = rc == 0 && down && rc2 == 0 && listed;
+        return verdict;
+    }
+    if !boot.is_up() {
+        printkln!("service test: CPU1 did not come up: {:?}", boot.link);
+        return verdict;
+    }
+    printkln!(
+        "service test: boot {} us, handshake {} us (emulated, from release)",
+        boot.ready_us.unwrap_or(0),
+        boot.handshake_us.unwrap_or(0)
+    );
+
+    // The MPU self test while CPU1 soaks.
+    let mut line = [0u8; 128];
+    // SAFETY: `line` is valid for writes of its length; the function
+    // NUL-terminates within it.
+    let rc = unsafe { syn_mpu_test_run(line.as_mut_ptr().cast(), line.len()) };
+    let text = CStr::from_bytes_until_nul(&line)
+        .ok()
+        .and_then(|c| c.to_str().ok())
+        .unwrap_or("<no line>");
+    printkln!("service test: {}", text);
+    let mpu_ok = rc == 0;
+
+    let shell_ok = [
+        shell(c"syn version", "synaptic "),
+        shell(c"syn model list", "2 models"),
+        shell(c"syn npu caps", "npu (stub)"),
+        shell(c"syn mem stats", "arena: total"),
+        shell(c"syn prof last", "last inference: total"),
+        shell(c"syn ipc status", "link: UP"),
+    ]
+    .iter()
+    .all(|&(rc, found)| rc == 0 && found);
+    printkln!(
+        "service test: shell commands {}",
+        if shell_ok { "ok" } else { "FAILED" }
+    );
+
+    let start = uptime_ms();
+    while !report.done() && report.get(Word::Stopped) == 0 {
+        if uptime_ms() - start > REPORT_TIMEOUT_MS {
+            printkln!(
+                "service test: CPU1 did not finish within {} ms",
+                REPORT_TIMEOUT_MS
+            );
+            return verdict;
+        }
+        sleep_ms(100);
+    }
+    let w = |word| report.get(word);
+    let errno = |word| w(word) as i32;
+    if w(Word::Stopped) != 0 {
+        printkln!(
+            "service test: CPU1 stopped early at step {}",
+            w(Word::Stopped)
+        );
+        return verdict;
+    }
+    printkln!(
+        "service test: soak {} serves: {} correct, {} wrong, {} errors",
+        p::SOAK,
+        w(Word::SoakOk),
+        w(Word::SoakWrong),
+        w(Word::SoakErrors)
+    );
+    printkln!(
+        "service test: failing NPU -> {} at CPU1 (expected {})",
+        errno(Word::NpuError),
+        Errno::Io.negative()
+    );
+    printkln!(
+        "service test: no answer in time -> {} (expected {}), next request {}, late replies discarded {}",
+        errno(Word::Timeout),
+        Errno::TimedOut.negative(),
+        if w(Word::Recovered) == 1 { "correct" } else { "WRONG" },
+        w(Word::Discarded1)
+    );
+    printkln!(
+        "service test: CPU1 restarted (lives {}), rejoined with a {} us handshake, {} of {} serves correct, {} errors, pre-restart replies discarded {}",
+        w(Word::Lives),
+        w(Word::RejoinRttUs),
+        w(Word::RejoinOk),
+        p::AFTER_RESTART,
+        w(Word::RejoinErrors),
+        w(Word::Discarded2)
+    );
+    service::print_status();
+    let cpu1_ok = w(Word::SoakOk) == p::SOAK
+        && w(Word::SoakWrong) == 0
+        && w(Word::SoakErrors) == 0
+        && errno(Word::NpuError) == Errno::Io.negative()
+        && errno(Word::Timeout) == Errno::TimedOut.negative()
+        && w(Word::Recovered) == 1
+        && w(Word::Discarded1) >= 1
+        && w(Word::Lives) == 2
+        && w(Word::RejoinOk) == p::AFTER_RESTART
+        && w(Word::RejoinErrors) == 0
+        && STATUS.violations() == 0;
+    verdict.pass = mpu_ok && shell_ok && cpu1_ok;
+    verdict
+}
