@@ -36,6 +36,12 @@ struct syn_dt_cpu1_image {
 	uint32_t boot_address;
 	/** 1 when the node exists in this build, 0 when it does not. */
 	uint32_t present;
+	/** CPU1's private RAM base in CPU1's own lens (property `cpu1-ram`). */
+	uint32_t ram_base;
+	/** CPU1's private RAM size in bytes (property `cpu1-ram`). */
+	uint32_t ram_size;
+	/** 1 when the node has `cpu1-ram`, 0 when it does not. */
+	uint32_t ram_present;
 };
 
 extern const struct syn_dt_shared_memory syn_dt_shared_memory;
