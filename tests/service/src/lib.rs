@@ -46,16 +46,30 @@ fn shell(cmd: &CStr, expect: &str) -> (c_int, bool) {
     // SAFETY: the dummy backend is enabled (prj.conf); the pointer it returns
     // is the shell instance, valid for the program's life.
     let sh = unsafe { shell_backend_dummy_get_ptr() };
-    // SAFETY: `sh` is the dummy shell; `cmd` is NUL-terminated.
-    let rc = unsafe {
-        shell_backend_dummy_clear_output(sh);
-        shell_execute_cmd(sh, cmd.as_ptr())
+    // The shell starts in its own thread: until it has, commands print
+    // nothing. Retry for up to a second.
+    let mut attempts = 0;
+    let (rc, text) = loop {
+        // SAFETY: `sh` is the dummy shell; `cmd` is NUL-terminated.
+        let rc = unsafe {
+            shell_backend_dummy_clear_output(sh);
+            shell_execute_cmd(sh, cmd.as_ptr())
+        };
+        let mut size = 0usize;
+        // SAFETY: the backend returns its buffer, NUL-terminated at `size`,
+        // valid until the next shell call on this thread.
+        let text = unsafe { CStr::from_ptr(shell_backend_dummy_get_output(sh, &mut size)) };
+        attempts += 1;
+        let blank = text.to_bytes().iter().all(u8::is_ascii_whitespace);
+        if !blank || attempts >= 100 {
+            break (rc, text);
+        }
+        sleep_ms(10);
     };
-    let mut size = 0usize;
-    // SAFETY: the backend returns its buffer, NUL-terminated at `size`,
-    // valid until the next shell call on this thread.
-    let text = unsafe { CStr::from_ptr(shell_backend_dummy_get_output(sh, &mut size)) };
     let text = text.to_str().unwrap_or("<not UTF-8>");
+    if text.trim().is_empty() {
+        printkln!("shell> (no output from {:?}, rc {})", cmd, rc);
+    }
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         printkln!("shell> {}", line);
     }
