@@ -3,7 +3,8 @@
 #   host    formatting, clippy, unit/property/loom tests, ABI header checks
 #   cross   every no_std crate for the three Cortex-M targets
 #   zephyr  twister on qemu_cortex_m3 (tests/), mps2/an521/cpu0 with
-#           sysbuild (both cores in QEMU), frdm_mcxn947 build-only;
+#           sysbuild (both cores in QEMU), frdm_mcxn947 build-only, then
+#           every image's footprint and no floating point in CPU1 images;
 #           run whenever a Zephyr workspace is present, SKIPPED otherwise.
 # Each tier ends with `TIER <name>: N passed, N failed` (or SKIPPED), and the
 # run with `N passed, N failed` over every executed case.
@@ -180,6 +181,18 @@ tier_zephyr() {
         tier_failed=$((tier_failed + 1))
     fi
     [ "$zs" -eq 0 ] || echo "  ($zs cases skipped by their own choice)"
+    # Footprint of every image built, and no floating point in CPU1's.
+    echo "  images (flash and RAM in bytes; CPU1 images checked for floating point):"
+    python3 "$root/scripts/image_report.py" "$out" >"$log_dir/images.txt" 2>&1
+    sed '$d' "$log_dir/images.txt"
+    read -r ip if_ <<<"$(tail -n 1 "$log_dir/images.txt")"
+    if [ "${ip:-0}" -eq 0 ] && [ "${if_:-0}" -eq 0 ]; then
+        echo "  FAIL    no CPU1 image to check"
+        tier_failed=$((tier_failed + 1))
+    else
+        tier_passed=$((tier_passed + ip))
+        tier_failed=$((tier_failed + if_))
+    fi
     end_tier zephyr
 }
 
