@@ -84,14 +84,13 @@ impl BootPlatform for An521Boot {
 }
 
 /// The boot platform for the CPU1 image devicetree names
-/// (`chosen { synaptic,cpu1-image }`), or `None` when it names none.
-/// CPU1's RAM bounds are the AN521 map's CPU1 window (`synaptic_abi::AN521`,
-/// CPU1's lens), which the board overlays reserve for it.
+/// (`chosen { synaptic,cpu1-image }`, with its `cpu1-ram` property giving
+/// CPU1's RAM in CPU1's lens), or `None` when it names none or lacks
+/// `cpu1-ram`.
 #[cfg(CONFIG_SOC_MPS2_AN521_CPU0)]
 pub fn from_devicetree() -> Option<An521Boot> {
     let image = crate::platform::cpu1_image()?;
-    let map = synaptic_abi::AN521;
-    let ram = map.cpu1_private_base..map.cpu1_private_base + map.cpu1_private_size;
+    let ram = image.ram()?;
     // SAFETY: this build is for the AN521's CPU0 (secure), and devicetree
     // names the image area CPU0 reads.
     Some(unsafe { An521Boot::new(image, ram) })
