@@ -290,6 +290,24 @@ pub const fn stub_output_byte(input_hash: u32, index: u32) -> u8 {
     (fmix32(input_hash ^ index.wrapping_mul(0x9E37_79B9)) >> 24) as u8
 }
 
+/// Fills `input` with deterministic test tensor number `seq` (an xorshift
+/// sequence: every `seq` differs, so a stale output cannot pass for a
+/// fresh one) whose first byte is never [`FAIL_MARKER`]. For tests and
+/// simulations that check outputs against [`stub_output`].
+pub fn test_input(seq: u32, input: &mut [u8]) {
+    let mut x = seq.wrapping_mul(0x9E37_79B9) | 1;
+    for chunk in input.chunks_mut(4) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let bytes = x.to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    if input.first() == Some(&FAIL_MARKER) {
+        input[0] = 0;
+    }
+}
+
 /// Fills `output` with the stub's output for (`seed`, `model_id`, `input`).
 pub fn stub_output(seed: u32, model_id: u32, input: &[u8], output: &mut [u8]) {
     let h = stub_input_hash(seed, model_id, input);
@@ -592,6 +610,18 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_input_differs_per_seq_and_avoids_the_marker() {
+        let (mut a, mut b) = ([0u8; 37], [0u8; 37]);
+        test_input(1, &mut a);
+        test_input(2, &mut b);
+        assert_ne!(a, b);
+        for seq in 0..4096 {
+            test_input(seq, &mut a);
+            assert_ne!(a[0], FAIL_MARKER);
+        }
+    }
     use crate::time::FakeClock;
     use core::cell::Cell;
 

@@ -19,7 +19,7 @@
 use heapless::String;
 use synaptic_abi::Errno;
 
-use crate::arena::TensorMeta;
+use crate::arena::{ArenaError, DType, Shape, TensorMeta};
 use crate::npu::{NpuDevice, NpuError, NpuModel};
 
 /// Longest model name in bytes (a C `char[32]` with its terminator).
@@ -77,6 +77,28 @@ pub struct ModelDesc<'a> {
     pub sram_needed: u32,
     /// CRC-32 (IEEE) of the image.
     pub crc32: u32,
+}
+
+impl<'a> ModelDesc<'a> {
+    /// An int8 model named `name` with input shape `input` and an
+    /// `output`-element output vector, version 1, no flash image and no
+    /// working memory (set the other fields with struct update syntax).
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError`] for an invalid shape (no dimension, a zero, too many).
+    pub fn int8(name: &'a str, input: &[u32], output: usize) -> Result<Self, ArenaError> {
+        Ok(ModelDesc {
+            name,
+            version: 1,
+            input: TensorMeta::new(DType::Int8, Shape::new(input)?),
+            output: TensorMeta::vector(DType::Int8, output)?,
+            flash_offset: 0,
+            flash_size: 0,
+            sram_needed: 0,
+            crc32: 0,
+        })
+    }
 }
 
 /// Metadata of a registered model.
@@ -526,6 +548,17 @@ impl<const N: usize> Registry<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn int8_descriptions() {
+        let d = ModelDesc::int8("kws", &[49, 10], 12).expect("desc");
+        assert_eq!(
+            (d.input.byte_len(), d.output.byte_len(), d.version),
+            (490, 12, 1)
+        );
+        assert!(ModelDesc::int8("bad", &[49, 0], 12).is_err());
+        assert!(ModelDesc::int8("bad", &[], 12).is_err());
+    }
     use crate::arena::DType;
     use crate::npu::{NpuState, StubNpu};
     use crate::time::FakeClock;

@@ -5,8 +5,7 @@
 //! each request differs from the last (a stale output cannot pass) and the
 //! fill is cheap enough for a debug-build soak.
 
-use synaptic_runtime::arena::{DType, Shape, TensorMeta};
-use synaptic_runtime::npu::stub_output;
+use synaptic_runtime::npu::{stub_output, test_input};
 use synaptic_runtime::registry::{ModelDesc, ModelHandle};
 
 /// Seed of the simulated stub NPU.
@@ -49,33 +48,14 @@ impl SimModel {
     ///
     /// Never for the shapes above.
     pub fn desc(&self) -> ModelDesc<'static> {
-        ModelDesc {
-            name: self.name,
-            version: 1,
-            input: TensorMeta::new(DType::Int8, Shape::new(self.input).expect("shape")),
-            output: TensorMeta::vector(DType::Int8, self.output).expect("shape"),
-            flash_offset: 0,
-            flash_size: 0,
-            sram_needed: 0,
-            crc32: 0,
-        }
+        ModelDesc::int8(self.name, self.input, self.output).expect("shape")
     }
 }
 
-/// Fill `input` with the deterministic tensor of request `seq`.
+/// Fill `input` with the deterministic tensor of request `seq`
+/// (`synaptic_runtime::npu::test_input`).
 pub fn fill_input(seq: u32, input: &mut [u8]) {
-    let mut x = seq.wrapping_mul(0x9E37_79B9) | 1;
-    for chunk in input.chunks_mut(4) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        let bytes = x.to_le_bytes();
-        chunk.copy_from_slice(&bytes[..chunk.len()]);
-    }
-    // Never the stub's failure marker, unless a test writes it on purpose.
-    if input.first() == Some(&synaptic_runtime::npu::FAIL_MARKER) {
-        input[0] = 0;
-    }
+    test_input(seq, input);
 }
 
 /// What the stub NPU answers for `input` on `model` (its documented pure

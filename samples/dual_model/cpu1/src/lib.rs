@@ -38,8 +38,8 @@ extern "C" fn rust_main() {
     ) else {
         return;
     };
-    let face_len = models::input_len(&models::FACE_INPUT);
-    let kws_len = models::input_len(&models::KWS_INPUT);
+    let face_len = models::FACE_LEN;
+    let kws_len = models::KWS_LEN;
     let mut output = [0u8; 16];
     let mut last_heartbeat = uptime_ms();
     let mut seq: u32 = 0;

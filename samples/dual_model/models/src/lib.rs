@@ -5,7 +5,6 @@
 //! Everything here is integer arithmetic: CPU1 has no FPU.
 #![no_std]
 
-use synaptic_runtime::arena::{DType, Shape, TensorMeta};
 use synaptic_runtime::registry::ModelDesc;
 
 /// Face detection: a 96x96 RGB int8 frame in, served at `REALTIME`.
@@ -33,38 +32,27 @@ pub const FACE_SRAM: u32 = 4 * 1024;
 /// As [`FACE_SRAM`] for keyword spotting.
 pub const KWS_SRAM: u32 = 2 * 1024;
 
-/// Input bytes of a shape (int8).
-pub const fn input_len(shape: &[u32]) -> usize {
-    let mut n = 1;
-    let mut k = 0;
-    while k < shape.len() {
-        n *= shape[k] as usize;
-        k += 1;
-    }
-    n
-}
+/// Input bytes of the face-detection model.
+pub const FACE_LEN: usize = 96 * 96 * 3;
+/// Input bytes of the keyword-spotting model.
+pub const KWS_LEN: usize = 49 * 10;
 
-/// The two models as CPU0 registers them.
+/// The two models as CPU0 registers them, each reserving its working
+/// memory in CPU0's arena.
 ///
 /// # Errors
 ///
 /// Never for the shapes above (a shape error would be a bug here).
 pub fn descs() -> Result<[ModelDesc<'static>; 2], synaptic_runtime::arena::ArenaError> {
-    let model = |name, input: &[u32], output, sram_needed| -> Result<ModelDesc<'static>, _> {
-        Ok(ModelDesc {
-            name,
-            version: 1,
-            input: TensorMeta::new(DType::Int8, Shape::new(input)?),
-            output: TensorMeta::vector(DType::Int8, output)?,
-            flash_offset: 0,
-            flash_size: 0,
-            sram_needed,
-            crc32: 0,
-        })
-    };
     Ok([
-        model(FACE, &FACE_INPUT, FACE_OUTPUT, FACE_SRAM)?,
-        model(KWS, &KWS_INPUT, KWS_OUTPUT, KWS_SRAM)?,
+        ModelDesc {
+            sram_needed: FACE_SRAM,
+            ..ModelDesc::int8(FACE, &FACE_INPUT, FACE_OUTPUT)?
+        },
+        ModelDesc {
+            sram_needed: KWS_SRAM,
+            ..ModelDesc::int8(KWS, &KWS_INPUT, KWS_OUTPUT)?
+        },
     ])
 }
 
@@ -122,19 +110,18 @@ mod tests {
         let [face, kws] = descs().expect("descs");
         assert_eq!(face.input.byte_len(), 27_648);
         assert_eq!(kws.input.byte_len(), 490);
-        assert_eq!(input_len(&FACE_INPUT), 27_648);
-        assert_eq!(input_len(&KWS_INPUT), 490);
+        assert_eq!((FACE_LEN, KWS_LEN), (27_648, 490));
         assert_eq!(face.output.byte_len(), FACE_OUTPUT);
     }
 
     #[test]
     fn frames_and_windows_change_and_avoid_the_marker() {
-        let mut a = std::vec![0u8; input_len(&FACE_INPUT)];
+        let mut a = std::vec![0u8; FACE_LEN];
         let mut b = a.clone();
         render_frame(1, &mut a);
         render_frame(2, &mut b);
         assert_ne!(a, b);
-        let mut m = std::vec![0u8; input_len(&KWS_INPUT)];
+        let mut m = std::vec![0u8; KWS_LEN];
         let mut n = m.clone();
         render_mfcc(1, &mut m);
         render_mfcc(2, &mut n);

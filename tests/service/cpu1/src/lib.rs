@@ -88,12 +88,12 @@ extern "C" fn rust_main() {
     let models = [
         Model {
             handle: thumb,
-            input: p::input_len(&p::THUMB_INPUT),
+            input: p::THUMB_LEN,
             output: p::THUMB_OUTPUT,
         },
         Model {
             handle: kws,
-            input: p::input_len(&p::KWS_INPUT),
+            input: p::KWS_LEN,
             output: p::KWS_OUTPUT,
         },
     ];

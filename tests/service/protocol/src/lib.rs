@@ -13,7 +13,6 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use synaptic_runtime::arena::{DType, Shape, TensorMeta};
 use synaptic_runtime::registry::ModelDesc;
 
 /// The soak's "camera" model: a 24x24x3 thumbnail.
@@ -37,16 +36,10 @@ pub const SOAK: u32 = 10_000;
 /// Serves after CPU1's restart.
 pub const AFTER_RESTART: u32 = 100;
 
-/// Input bytes of a shape (int8).
-pub const fn input_len(shape: &[u32]) -> usize {
-    let mut n = 1;
-    let mut k = 0;
-    while k < shape.len() {
-        n *= shape[k] as usize;
-        k += 1;
-    }
-    n
-}
+/// Input bytes of the thumbnail model.
+pub const THUMB_LEN: usize = 24 * 24 * 3;
+/// Input bytes of the keyword-spotting model.
+pub const KWS_LEN: usize = 49 * 10;
 
 /// The two models as CPU0 registers them.
 ///
@@ -54,39 +47,15 @@ pub const fn input_len(shape: &[u32]) -> usize {
 ///
 /// Never for the shapes above.
 pub fn descs() -> Result<[ModelDesc<'static>; 2], synaptic_runtime::arena::ArenaError> {
-    let model = |name, input: &[u32], output| -> Result<ModelDesc<'static>, _> {
-        Ok(ModelDesc {
-            name,
-            version: 1,
-            input: TensorMeta::new(DType::Int8, Shape::new(input)?),
-            output: TensorMeta::vector(DType::Int8, output)?,
-            flash_offset: 0,
-            flash_size: 0,
-            sram_needed: 0,
-            crc32: 0,
-        })
-    };
     Ok([
-        model(THUMB, &THUMB_INPUT, THUMB_OUTPUT)?,
-        model(KWS, &KWS_INPUT, KWS_OUTPUT)?,
+        ModelDesc::int8(THUMB, &THUMB_INPUT, THUMB_OUTPUT)?,
+        ModelDesc::int8(KWS, &KWS_INPUT, KWS_OUTPUT)?,
     ])
 }
 
-/// Fill `input` with request `seq`'s tensor (xorshift, never the stub's
-/// failure marker first).
-pub fn fill(seq: u32, input: &mut [u8]) {
-    let mut x = seq.wrapping_mul(0x9E37_79B9) | 1;
-    for chunk in input.chunks_mut(4) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        let bytes = x.to_le_bytes();
-        chunk.copy_from_slice(&bytes[..chunk.len()]);
-    }
-    if input.first() == Some(&synaptic_runtime::npu::FAIL_MARKER) {
-        input[0] = 0;
-    }
-}
+/// Fill `input` with request `seq`'s tensor (never the stub's failure
+/// marker first).
+pub use synaptic_runtime::npu::test_input as fill;
 
 /// What the stub NPU answers for `input` on model `handle` (raw).
 pub fn expected(handle: u32, input: &[u8], out: &mut [u8]) {
@@ -242,6 +211,10 @@ mod tests {
             fill(seq, &mut a);
             assert_ne!(a[0], synaptic_runtime::npu::FAIL_MARKER);
         }
-        assert_eq!(input_len(&THUMB_INPUT), 1728);
+        let [thumb, kws] = descs().expect("descs");
+        assert_eq!(
+            (thumb.input.byte_len(), kws.input.byte_len()),
+            (THUMB_LEN, KWS_LEN)
+        );
     }
 }
