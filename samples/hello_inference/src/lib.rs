@@ -19,8 +19,6 @@
 //! `hello_inference: PASS` only when both agree.
 #![no_std]
 
-use core::cell::Cell;
-
 use synaptic_abi::Errno;
 use synaptic_runtime::arena::{Arena, DType, Lifetime, Shape, TensorMeta};
 use synaptic_runtime::dsp::argmax_i8;
@@ -36,62 +34,8 @@ use synaptic_runtime::process::{
 use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{crc32, ModelDesc, Registry};
 use synaptic_runtime::sched::{Env, JobRequest, Scheduler};
-use synaptic_runtime::time::{Clock, Delay};
+use synaptic_zephyr::clock::ZephyrClock;
 use zephyr::printkln;
-
-const CYCLES_PER_SECOND: u64 = zephyr::kconfig::CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC as u64;
-
-/// Zephyr's hardware cycle counter as the runtime's microsecond clock, and
-/// `k_busy_wait` as its delay.
-///
-/// The 32-bit counter is extended to 64 bits by counting wraps, so the
-/// clock must be read at least once per 2^32 cycles (358 s at
-/// `qemu_cortex_m3`'s 12 MHz). One thread only (it is not `Sync`).
-struct ZephyrClock {
-    last: Cell<u32>,
-    wraps: Cell<u64>,
-}
-
-impl ZephyrClock {
-    fn new() -> ZephyrClock {
-        let clock = ZephyrClock {
-            last: Cell::new(0),
-            wraps: Cell::new(0),
-        };
-        clock.cycles();
-        clock
-    }
-
-    fn cycles(&self) -> u64 {
-        // SAFETY: reading the cycle counter has no preconditions.
-        let now = unsafe { zephyr::raw::k_cycle_get_32() };
-        if now < self.last.get() {
-            self.wraps.set(self.wraps.get() + 1);
-        }
-        self.last.set(now);
-        (self.wraps.get() << 32) | u64::from(now)
-    }
-}
-
-impl Clock for ZephyrClock {
-    fn now_us(&self) -> u64 {
-        let cycles = self.cycles();
-        cycles / CYCLES_PER_SECOND * 1_000_000
-            + cycles % CYCLES_PER_SECOND * 1_000_000 / CYCLES_PER_SECOND
-    }
-}
-
-impl Delay for ZephyrClock {
-    fn delay_us(&self, us: u64) {
-        let mut left = us;
-        while left > 0 {
-            let chunk = left.min(u64::from(u32::MAX)) as u32;
-            // SAFETY: a busy wait has no preconditions.
-            unsafe { zephyr::raw::k_busy_wait(chunk) };
-            left -= u64::from(chunk);
-        }
-    }
-}
 
 /// Side of the camera frame, pixels.
 const FRAME_SIDE: usize = 16;
@@ -410,7 +354,7 @@ extern "C" fn rust_main() {
         "hello_inference: synaptic runtime on {}",
         zephyr::kconfig::CONFIG_BOARD
     );
-    let clock = ZephyrClock::new();
+    let clock = ZephyrClock;
     match run(&clock) {
         Ok(()) => printkln!("hello_inference: PASS"),
         Err(f) => printkln!("hello_inference: FAIL: {} (errno {})", f.step, f.errno),
