@@ -157,7 +157,7 @@ tier_zephyr() {
                 -p qemu_cortex_m3 -p mps2/an521/cpu0 \
                 -p frdm_mcxn947/mcxn947/cpu0 -p frdm_mcxn947_cpu1/mcxn947/cpu1 \
                 -T "$root/tests" -T "$root/samples" \
-                -x "ZEPHYR_EXTRA_MODULES=$root" \
+                -x "ZEPHYR_EXTRA_MODULES=$root" --board-root "$root/boards" \
                 --outdir "$out" --inline-logs --jobs "$(nproc)"
     ) >"$log_dir/twister.log" 2>&1
     local status=$?

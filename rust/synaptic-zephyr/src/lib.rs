@@ -17,6 +17,7 @@ pub mod an521;
 pub mod client;
 pub mod clock;
 pub mod doorbell;
+pub mod mcxn947;
 pub mod platform;
 #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
 pub mod service;
@@ -37,8 +38,22 @@ pub fn boot_platform() -> Option<an521::An521Boot> {
 }
 
 /// How this SoC boots CPU1, for `service::start`: `None` when the build has
+/// no CPU1 image in devicetree or it is inconsistent (see
+/// `mcxn947::Mcxn947Boot::from_devicetree`). Not run on hardware yet.
+#[cfg(all(CONFIG_SOC_MCXN947_CPU0, not(CONFIG_TRUSTED_EXECUTION_NONSECURE)))]
+pub fn boot_platform() -> Option<mcxn947::Mcxn947Boot> {
+    // SAFETY: the service's boot sequence is the only user of CPU1's release
+    // and of the flash controller while it runs, and it releases CPU1 only
+    // after the vector table passed its checks.
+    unsafe { mcxn947::Mcxn947Boot::from_devicetree() }.ok()
+}
+
+/// How this SoC boots CPU1, for `service::start`: `None` when the build has
 /// no CPU1 image in devicetree or the SoC has no boot platform here.
-#[cfg(not(CONFIG_SOC_MPS2_AN521_CPU0))]
+#[cfg(not(any(
+    CONFIG_SOC_MPS2_AN521_CPU0,
+    all(CONFIG_SOC_MCXN947_CPU0, not(CONFIG_TRUSTED_EXECUTION_NONSECURE))
+)))]
 pub fn boot_platform() -> Option<an521::An521Boot> {
     None
 }
