@@ -66,7 +66,7 @@ def main(outdir: str) -> int:
     elves = sorted(pathlib.Path(outdir).glob("**/zephyr/zephyr.elf"))
     print(f"  {'image':72} {'flash B':>9} {'RAM B':>9}")
     for elf in elves:
-        if "empty_cpu0" in elf.parts:
+        if any(part.startswith("empty_cpu0") for part in elf.parts):
             # mps2/an521/cpu1 builds make the board's own placeholder CPU0
             # image too; it is Zephyr's, not ours.
             continue
