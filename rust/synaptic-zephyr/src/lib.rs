@@ -13,6 +13,8 @@
 #![allow(unexpected_cfgs)]
 
 pub mod an521;
+#[cfg(feature = "capi")]
+pub mod capi;
 #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
 pub mod client;
 pub mod clock;
