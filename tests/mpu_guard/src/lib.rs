@@ -1,13 +1,9 @@
-//! Stand-ins for what the serving layer exports in a full CPU0 image, so
-//! the MPU guard's C code links and runs without CPU1.
-//!
-//! * `syn_service_progress()`: the counters `syn_mpu_test_run()` watches.
-//!   Derived from uptime at the rates CPU1 drives them (20 inferences and
-//!   one STATUS_REQ per second), so the real 2 s wait is exercised.
-//! * `syn_shell_*()`: only when `CONFIG_SYNAPTIC_SHELL` is on, to compile and
-//!   link `src/synaptic_shell.c` once
-//!   (`west build ... -- -DCONFIG_SHELL=y -DCONFIG_SYNAPTIC_SHELL=y`); the
-//!   test scenario does not build the shell.
+//! A stand-in for what the serving layer exports in a full CPU0 image, so
+//! the MPU guard's C code links and runs without CPU1:
+//! `syn_service_progress()`, the counters `syn_mpu_test_run()` watches,
+//! derived from uptime at the rates CPU1 drives them (20 inferences and one
+//! STATUS_REQ per second), so the real 2 s wait is exercised. (The shell
+//! and the real counters run in `tests/service`.)
 #![no_std]
 
 use zephyr::raw;
@@ -37,52 +33,5 @@ pub unsafe extern "C" fn syn_service_progress(served: *mut u32, status_answered:
     // SAFETY: as above.
     if let Some(out) = unsafe { status_answered.as_mut() } {
         *out = status_now;
-    }
-}
-
-#[cfg(CONFIG_SYNAPTIC_SHELL)]
-mod shell {
-    use core::ffi::{c_char, c_int, c_void};
-
-    extern "C" {
-        fn syn_shell_line(sh: *const c_void, text: *const c_char, len: usize);
-    }
-
-    fn line(sh: *const c_void, text: &str) -> c_int {
-        // SAFETY: `sh` is the shell the command runs on, passed through;
-        // `text` is valid for `text.len()` bytes, which is all syn_shell_line
-        // reads.
-        unsafe { syn_shell_line(sh, text.as_ptr().cast(), text.len()) };
-        0
-    }
-
-    #[no_mangle]
-    extern "C" fn syn_shell_version(sh: *const c_void) -> c_int {
-        line(sh, "stub: version")
-    }
-
-    #[no_mangle]
-    extern "C" fn syn_shell_mem_stats(sh: *const c_void) -> c_int {
-        line(sh, "stub: mem stats")
-    }
-
-    #[no_mangle]
-    extern "C" fn syn_shell_model_list(sh: *const c_void) -> c_int {
-        line(sh, "stub: model list")
-    }
-
-    #[no_mangle]
-    extern "C" fn syn_shell_npu_caps(sh: *const c_void) -> c_int {
-        line(sh, "stub: npu caps")
-    }
-
-    #[no_mangle]
-    extern "C" fn syn_shell_prof_last(sh: *const c_void) -> c_int {
-        line(sh, "stub: prof last")
-    }
-
-    #[no_mangle]
-    extern "C" fn syn_shell_ipc_status(sh: *const c_void) -> c_int {
-        line(sh, "stub: ipc status")
     }
 }
