@@ -1,46 +1,30 @@
 //! The C API as a host static library, for C programs on the build machine
 //! (`tests/capi_c/host_test.c`, run by `scripts/check-capi.sh`).
 //!
-//! Binds the platform to `std`: a mutex that records its owner (so re-entry
-//! is refused), a monotonic clock, a sleeping delay, and stdout.
+//! Binds the platform to `std`: the host lock (`synaptic_capi::host`), a
+//! monotonic clock, a sleeping delay, and stdout.
 
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::thread::{self, ThreadId};
+use std::sync::OnceLock;
+use std::thread;
 use std::time::{Duration, Instant};
 
 pub use synaptic_capi::*;
 
-static OWNER: Mutex<Option<ThreadId>> = Mutex::new(None);
-static RELEASED: Condvar = Condvar::new();
 static ORIGIN: OnceLock<Instant> = OnceLock::new();
-
-fn owner() -> MutexGuard<'static, Option<ThreadId>> {
-    OWNER.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// `std` as the C API's platform.
 pub struct StdPlatform;
 
-// SAFETY: `lock` blocks while another thread is recorded as owner and
-// refuses the owner itself; `unlock` clears the owner. The owner record is
-// guarded by a std mutex.
+// SAFETY: the host lock gives mutual exclusion between threads and refuses
+// re-entry, as `Platform` requires.
 unsafe impl Platform for StdPlatform {
     fn lock() -> Result<(), Reentered> {
-        let me = thread::current().id();
-        let mut guard = owner();
-        if *guard == Some(me) {
-            return Err(Reentered);
-        }
-        while guard.is_some() {
-            guard = RELEASED.wait(guard).unwrap_or_else(PoisonError::into_inner);
-        }
-        *guard = Some(me);
-        Ok(())
+        synaptic_capi::host::lock()
     }
 
     unsafe fn unlock() {
-        *owner() = None;
-        RELEASED.notify_one();
+        // SAFETY: forwarded: called by the holder, once per lock.
+        unsafe { synaptic_capi::host::unlock() }
     }
 
     fn now_us() -> u64 {

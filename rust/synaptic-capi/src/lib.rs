@@ -35,6 +35,8 @@ extern crate std;
 
 pub mod api;
 pub mod dsp;
+#[cfg(any(test, feature = "std"))]
+pub mod host;
 pub mod infer;
 pub mod mem;
 pub mod model;

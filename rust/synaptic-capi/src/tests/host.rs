@@ -1,10 +1,8 @@
-//! The host platform of the tests: a `std` mutex with an owner (so re-entry
-//! is detected), a fake clock that only the busy-wait and the tests move,
+//! The host platform of the tests: the host lock (`crate::host`), a fake clock that only the busy-wait and the tests move,
 //! and a console that records lines.
 
 use std::string::{String, ToString};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::{self, ThreadId};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::vec::Vec;
 
 use core::fmt;
@@ -12,40 +10,24 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{Platform, Reentered};
 
-static OWNER: Mutex<Option<ThreadId>> = Mutex::new(None);
-static RELEASED: Condvar = Condvar::new();
 static NOW_US: AtomicU64 = AtomicU64::new(0);
 static CONSOLE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// Serialises the tests: the C API has one global runtime.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn owner() -> MutexGuard<'static, Option<ThreadId>> {
-    OWNER.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The test platform.
 pub struct HostPlatform;
 
-// SAFETY: `lock` blocks while another thread is recorded as owner and
-// refuses the owner itself; `unlock` clears the owner. The owner record is
-// guarded by a std mutex.
+// SAFETY: the host lock (`crate::host`) gives mutual exclusion between
+// threads and refuses re-entry, as `Platform` requires.
 unsafe impl Platform for HostPlatform {
     fn lock() -> Result<(), Reentered> {
-        let me = thread::current().id();
-        let mut guard = owner();
-        if *guard == Some(me) {
-            return Err(Reentered);
-        }
-        while guard.is_some() {
-            guard = RELEASED.wait(guard).unwrap_or_else(PoisonError::into_inner);
-        }
-        *guard = Some(me);
-        Ok(())
+        crate::host::lock()
     }
 
     unsafe fn unlock() {
-        *owner() = None;
-        RELEASED.notify_one();
+        // SAFETY: forwarded: called by the holder, once per lock.
+        unsafe { crate::host::unlock() }
     }
 
     fn now_us() -> u64 {
