@@ -151,6 +151,22 @@ unsafe fn same_shape(
     Ok(())
 }
 
+/// Defines the C stage `$name` (the `syn_preprocess_fn_t` /
+/// `syn_postprocess_fn_t` signature), which runs `$imp` and returns 0 or
+/// its negative errno.
+macro_rules! c_stage {
+    ($name:ident => $imp:ident) => {
+        unsafe extern "C" fn $name(
+            input: *const syn_tensor_t,
+            output: *mut syn_tensor_t,
+            cfg: *const c_void,
+        ) -> c_int {
+            // SAFETY: the stage contract of syn_infer.h (forwarded).
+            rc(unsafe { $imp(input, output, cfg) })
+        }
+    };
+}
+
 fn rc(result: Result<(), Errno>) -> c_int {
     match result {
         Ok(()) => 0,
@@ -181,14 +197,7 @@ fn f32_at(bytes: &[u8], i: usize) -> f32 {
 
 // ------------------------------------------------------------------ resize
 
-unsafe extern "C" fn image_resize(
-    input: *const syn_tensor_t,
-    output: *mut syn_tensor_t,
-    cfg: *const c_void,
-) -> c_int {
-    // SAFETY: the stage contract of syn_infer.h (forwarded).
-    rc(unsafe { image_resize_impl(input, output, cfg) })
-}
+c_stage!(image_resize => image_resize_impl);
 
 unsafe fn image_resize_impl(
     input: *const syn_tensor_t,
@@ -245,14 +254,7 @@ unsafe fn image_resize_impl(
 
 // ------------------------------------------------------------------ normalize
 
-unsafe extern "C" fn image_normalize(
-    input: *const syn_tensor_t,
-    output: *mut syn_tensor_t,
-    cfg: *const c_void,
-) -> c_int {
-    // SAFETY: the stage contract of syn_infer.h (forwarded).
-    rc(unsafe { image_normalize_impl(input, output, cfg) })
-}
+c_stage!(image_normalize => image_normalize_impl);
 
 unsafe fn image_normalize_impl(
     input: *const syn_tensor_t,
@@ -363,14 +365,7 @@ unsafe fn quant_stage(
 
 // ------------------------------------------------------------------ MFCC
 
-unsafe extern "C" fn audio_mfcc(
-    input: *const syn_tensor_t,
-    output: *mut syn_tensor_t,
-    cfg: *const c_void,
-) -> c_int {
-    // SAFETY: the stage contract of syn_infer.h (forwarded).
-    rc(unsafe { audio_mfcc_impl(input, output, cfg) })
-}
+c_stage!(audio_mfcc => audio_mfcc_impl);
 
 unsafe fn audio_mfcc_impl(
     input: *const syn_tensor_t,
@@ -467,14 +462,7 @@ fn scores_dtype(input: &Input<'_>) -> Result<(), Errno> {
     }
 }
 
-unsafe extern "C" fn softmax(
-    input: *const syn_tensor_t,
-    output: *mut syn_tensor_t,
-    cfg: *const c_void,
-) -> c_int {
-    // SAFETY: the stage contract of syn_infer.h (forwarded).
-    rc(unsafe { softmax_impl(input, output, cfg) })
-}
+c_stage!(softmax => softmax_impl);
 
 unsafe fn softmax_impl(
     input: *const syn_tensor_t,
@@ -572,14 +560,7 @@ unsafe fn argmax_impl(input: *const syn_tensor_t, output: *mut syn_tensor_t) -> 
     Ok(())
 }
 
-unsafe extern "C" fn top_k(
-    input: *const syn_tensor_t,
-    output: *mut syn_tensor_t,
-    cfg: *const c_void,
-) -> c_int {
-    // SAFETY: the stage contract of syn_infer.h (forwarded).
-    rc(unsafe { top_k_impl(input, output, cfg) })
-}
+c_stage!(top_k => top_k_impl);
 
 unsafe fn top_k_impl(
     input: *const syn_tensor_t,
@@ -626,14 +607,7 @@ unsafe fn top_k_impl(
 
 // ------------------------------------------------------------------ NMS
 
-unsafe extern "C" fn nms(
-    input: *const syn_tensor_t,
-    output: *mut syn_tensor_t,
-    cfg: *const c_void,
-) -> c_int {
-    // SAFETY: the stage contract of syn_infer.h (forwarded).
-    rc(unsafe { nms_impl(input, output, cfg) })
-}
+c_stage!(nms => nms_impl);
 
 unsafe fn nms_impl(
     input: *const syn_tensor_t,
