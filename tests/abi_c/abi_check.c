@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Compile-only check of include/synaptic/syn_abi.h: every size and offset of
- * the ABI v1 contract, restated by hand and pinned with _Static_assert, so a
+ * the ABI v2 contract, restated by hand and pinned with _Static_assert, so a
  * C image and a Rust image cannot disagree about the shared region. Compiled
  * by scripts/check-abi.sh with host gcc and arm-none-eabi-gcc (Cortex-M33).
  */
@@ -41,7 +41,7 @@ CHECK(SYN_ABI_PRIORITY_REALTIME == 2);
 
 /* Control block: 64 bytes at offset 0. */
 CHECK(SYN_ABI_MAGIC == 0x53594E33);
-CHECK(SYN_ABI_LAYOUT_VERSION == 1);
+CHECK(SYN_ABI_LAYOUT_VERSION == 2);
 CHECK(sizeof(syn_abi_control_block_t) == 64);
 CHECK(sizeof(syn_abi_control_block_t) == SYN_ABI_CONTROL_BLOCK_SIZE);
 CHECK(offsetof(syn_abi_control_block_t, magic) == 0);
@@ -54,7 +54,11 @@ CHECK(offsetof(syn_abi_control_block_t, rtt_last_us) == 24);
 CHECK(offsetof(syn_abi_control_block_t, rtt_min_us) == 28);
 CHECK(offsetof(syn_abi_control_block_t, rtt_max_us) == 32);
 CHECK(offsetof(syn_abi_control_block_t, rtt_count) == 36);
-CHECK(offsetof(syn_abi_control_block_t, reserved) == 40);
+CHECK(offsetof(syn_abi_control_block_t, exchange_slots) == 40);
+CHECK(offsetof(syn_abi_control_block_t, small_input_size) == 44);
+CHECK(offsetof(syn_abi_control_block_t, small_output_size) == 48);
+CHECK(offsetof(syn_abi_control_block_t, cpu1_layout_version) == 52);
+CHECK(offsetof(syn_abi_control_block_t, reserved) == 56);
 
 /* Ring: head at +0, tail at +64, slots at +128, N a power of two. */
 CHECK(sizeof(syn_abi_ring_header_t) == 128);
@@ -68,18 +72,37 @@ CHECK((SYN_ABI_RING_ENTRIES_DEFAULT & (SYN_ABI_RING_ENTRIES_DEFAULT - 1)) == 0);
 CHECK(sizeof(syn_abi_ring_t) == 128 + 16 * 20);
 CHECK(sizeof(syn_abi_ring_t) == SYN_ABI_RING_SIZE_DEFAULT);
 
-/* Region: control block, ring CPU0->CPU1, ring CPU1->CPU0, payload pool. */
+/* Region: control block, ring CPU0->CPU1, ring CPU1->CPU0, service-time
+ * table, payload pool (the frame slot, then the small slots). */
 CHECK(SYN_ABI_RING_CPU0_TO_CPU1_OFFSET_DEFAULT == sizeof(syn_abi_control_block_t));
 CHECK(SYN_ABI_RING_CPU1_TO_CPU0_OFFSET_DEFAULT ==
       SYN_ABI_RING_CPU0_TO_CPU1_OFFSET_DEFAULT + sizeof(syn_abi_ring_t));
-CHECK(SYN_ABI_PAYLOAD_POOL_OFFSET_DEFAULT ==
+CHECK(SYN_ABI_SERVICE_TIMES_OFFSET_DEFAULT ==
       SYN_ABI_RING_CPU1_TO_CPU0_OFFSET_DEFAULT + sizeof(syn_abi_ring_t));
-CHECK(SYN_ABI_PAYLOAD_POOL_OFFSET_DEFAULT == 960);
+CHECK(sizeof(syn_abi_service_time_t) == 8);
+CHECK(offsetof(syn_abi_service_time_t, model) == 0);
+CHECK(offsetof(syn_abi_service_time_t, service_us) == 4);
+CHECK(sizeof(syn_abi_service_time_table_t) == SYN_ABI_SERVICE_TIME_TABLE_SIZE);
+CHECK(SYN_ABI_SERVICE_TIME_TABLE_SIZE == SYN_ABI_SERVICE_TIME_ENTRIES * 8);
+CHECK(SYN_ABI_PAYLOAD_POOL_OFFSET_DEFAULT ==
+      SYN_ABI_SERVICE_TIMES_OFFSET_DEFAULT + sizeof(syn_abi_service_time_table_t));
+CHECK(SYN_ABI_PAYLOAD_POOL_OFFSET_DEFAULT == 1088);
+CHECK(SYN_ABI_PAYLOAD_POOL_OFFSET_DEFAULT % SYN_ABI_SLOT_ALIGN == 0);
+/* A small slot: header, input, output, rounded up to 64 bytes. */
+#define SMALL_SLOT_SIZE                                                                            \
+	((SYN_ABI_EXCHANGE_HEADER_SIZE + SYN_ABI_SMALL_INPUT_SIZE_DEFAULT +                        \
+	  SYN_ABI_SMALL_OUTPUT_SIZE_DEFAULT + SYN_ABI_SLOT_ALIGN - 1) /                            \
+	 SYN_ABI_SLOT_ALIGN * SYN_ABI_SLOT_ALIGN)
 CHECK(SYN_ABI_REGION_SIZE_DEFAULT ==
-      SYN_ABI_PAYLOAD_POOL_OFFSET_DEFAULT + sizeof(syn_abi_exchange_slot_t));
+      SYN_ABI_PAYLOAD_POOL_OFFSET_DEFAULT + sizeof(syn_abi_exchange_slot_t) +
+	      (SYN_ABI_EXCHANGE_SLOTS_DEFAULT - 1) * SMALL_SLOT_SIZE);
 CHECK(SYN_ABI_REGION_SIZE_DEFAULT <= SYN_ABI_SHARED_SIZE);
+CHECK(SYN_ABI_EXCHANGE_SLOTS_DEFAULT >= 1 && SYN_ABI_EXCHANGE_SLOTS_DEFAULT <= SYN_ABI_MAX_EXCHANGE_SLOTS);
+CHECK(SYN_ABI_SMALL_INPUT_SIZE_DEFAULT % SYN_ABI_TENSOR_ALIGN == 0);
+CHECK(SYN_ABI_SMALL_OUTPUT_SIZE_DEFAULT % SYN_ABI_TENSOR_ALIGN == 0);
+CHECK(SYN_ABI_REQUEST_FLAG_POLLED == 1);
 
-/* Exchange slot at the start of the payload pool. */
+/* The frame slot (slot 0) at the start of the payload pool. */
 CHECK(sizeof(syn_abi_exchange_header_t) == 64);
 CHECK(sizeof(syn_abi_exchange_header_t) == SYN_ABI_EXCHANGE_HEADER_SIZE);
 CHECK(offsetof(syn_abi_exchange_header_t, model) == 0);

@@ -1,18 +1,28 @@
 //! The 64-byte control block at offset 0 of the shared region.
 //!
-//! Invariants: CPU0 writes `magic`, `layout_version`, `ring_entries` and
-//! `shared_size` before it releases CPU1; each core writes only its own
-//! `cpuN_ready` word; CPU1 alone writes the four round-trip statistics (it
-//! has no console, CPU0's shell reads them). A core attaching to the region
-//! checks the geometry with [`ControlBlock::check`] before it touches a ring.
+//! Invariants: CPU0 writes `magic`, `layout_version`, `ring_entries`,
+//! `shared_size` and the exchange-slot geometry (`exchange_slots`,
+//! `small_input_size`, `small_output_size`) before it releases CPU1; each
+//! core writes only its own `cpuN_ready` word; CPU1 alone writes the four
+//! round-trip statistics (it has no console, CPU0's shell reads them) and
+//! `cpu1_layout_version`, the version it was built for, before it checks the
+//! block, so CPU0 can say why a CPU1 of another version never attaches. A
+//! core attaching to the region checks the geometry with
+//! [`ControlBlock::check`] before it touches a ring.
+//!
+//! ABI v2 (this version) turned four reserved words of v1 into the slot
+//! geometry and `cpu1_layout_version`; a v1 image refuses a v2 block by its
+//! `layout_version`, and a v2 image refuses a v1 block the same way.
 
 use core::mem::{offset_of, size_of};
+
+use crate::exchange::SlotGeometry;
 
 /// Region magic: the ASCII bytes `S Y N 3` read big-endian (`0x53594E33`),
 /// the value the C reference uses.
 pub const MAGIC: u32 = 0x5359_4E33;
 /// Layout version of this contract.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Size of [`ControlBlock`].
 pub const CONTROL_BLOCK_SIZE: usize = 64;
 /// Value a core writes into its `cpuN_ready` word once it is attached.
@@ -42,8 +52,16 @@ pub struct ControlBlock {
     pub rtt_max_us: u32,
     /// Number of round trips measured.
     pub rtt_count: u32,
+    /// Exchange slots in the payload pool ([`SlotGeometry::count`]).
+    pub exchange_slots: u32,
+    /// Input capacity of each small slot.
+    pub small_input_size: u32,
+    /// Output capacity of each small slot.
+    pub small_output_size: u32,
+    /// The layout version CPU1 was built for (CPU1-written, 0 until then).
+    pub cpu1_layout_version: u32,
     /// Reserved, written as zero.
-    pub reserved: [u32; 6],
+    pub reserved: [u32; 2],
 }
 
 const _: () = {
@@ -58,7 +76,11 @@ const _: () = {
     assert!(offset_of!(ControlBlock, rtt_min_us) == 28);
     assert!(offset_of!(ControlBlock, rtt_max_us) == 32);
     assert!(offset_of!(ControlBlock, rtt_count) == 36);
-    assert!(offset_of!(ControlBlock, reserved) == 40);
+    assert!(offset_of!(ControlBlock, exchange_slots) == 40);
+    assert!(offset_of!(ControlBlock, small_input_size) == 44);
+    assert!(offset_of!(ControlBlock, small_output_size) == 48);
+    assert!(offset_of!(ControlBlock, cpu1_layout_version) == 52);
+    assert!(offset_of!(ControlBlock, reserved) == 56);
 };
 
 /// Why a control block does not describe the region this image was built for.
@@ -83,6 +105,13 @@ pub enum LayoutError {
         /// What the control block says.
         found: u32,
     },
+    /// The exchange-slot geometry differs from this image's.
+    Slots {
+        /// What this image was built with.
+        expected: SlotGeometry,
+        /// What the control block says.
+        found: SlotGeometry,
+    },
 }
 
 impl LayoutError {
@@ -93,9 +122,9 @@ impl LayoutError {
 }
 
 impl ControlBlock {
-    /// The block CPU0 publishes for rings of `N` entries in a region of
-    /// `shared_size` bytes (ready flags and statistics zero).
-    pub const fn published<const N: usize>(shared_size: u32) -> ControlBlock {
+    /// The block CPU0 publishes for rings of `N` entries and `slots` in a
+    /// region of `shared_size` bytes (ready flags and statistics zero).
+    pub const fn published<const N: usize>(shared_size: u32, slots: SlotGeometry) -> ControlBlock {
         ControlBlock {
             magic: MAGIC,
             layout_version: LAYOUT_VERSION,
@@ -107,7 +136,20 @@ impl ControlBlock {
             rtt_min_us: 0,
             rtt_max_us: 0,
             rtt_count: 0,
-            reserved: [0; 6],
+            exchange_slots: slots.count,
+            small_input_size: slots.small_input,
+            small_output_size: slots.small_output,
+            cpu1_layout_version: 0,
+            reserved: [0; 2],
+        }
+    }
+
+    /// The slot geometry the block describes.
+    pub const fn slots(&self) -> SlotGeometry {
+        SlotGeometry {
+            count: self.exchange_slots,
+            small_input: self.small_input_size,
+            small_output: self.small_output_size,
         }
     }
 
@@ -120,12 +162,19 @@ impl ControlBlock {
     /// # Examples
     ///
     /// ```
-    /// use synaptic_abi::{ControlBlock, LayoutError};
-    /// let block = ControlBlock::published::<16>(96 * 1024);
-    /// assert_eq!(block.check::<16>(96 * 1024), Ok(()));
-    /// assert!(matches!(block.check::<8>(96 * 1024), Err(LayoutError::RingEntries { .. })));
+    /// use synaptic_abi::{ControlBlock, LayoutError, SlotGeometry};
+    /// let slots = SlotGeometry::DEFAULT;
+    /// let block = ControlBlock::published::<16>(96 * 1024, slots);
+    /// assert_eq!(block.check::<16>(96 * 1024, slots), Ok(()));
+    /// assert!(matches!(block.check::<8>(96 * 1024, slots), Err(LayoutError::RingEntries { .. })));
+    /// let two = SlotGeometry { count: 2, ..slots };
+    /// assert!(matches!(block.check::<16>(96 * 1024, two), Err(LayoutError::Slots { .. })));
     /// ```
-    pub const fn check<const N: usize>(&self, shared_size: u32) -> Result<(), LayoutError> {
+    pub const fn check<const N: usize>(
+        &self,
+        shared_size: u32,
+        slots: SlotGeometry,
+    ) -> Result<(), LayoutError> {
         if self.magic != MAGIC {
             return Err(LayoutError::BadMagic(self.magic));
         }
@@ -145,6 +194,16 @@ impl ControlBlock {
                 found: self.shared_size,
             });
         }
+        let found = self.slots();
+        if found.count != slots.count
+            || found.small_input != slots.small_input
+            || found.small_output != slots.small_output
+        {
+            return Err(LayoutError::Slots {
+                expected: slots,
+                found,
+            });
+        }
         Ok(())
     }
 }
@@ -160,23 +219,36 @@ mod tests {
 
     #[test]
     fn check_reports_each_mismatch() {
-        let good = ControlBlock::published::<16>(98_304);
-        assert_eq!(good.check::<16>(98_304), Ok(()));
+        let slots = SlotGeometry::DEFAULT;
+        let good = ControlBlock::published::<16>(98_304, slots);
+        assert_eq!(good.check::<16>(98_304, slots), Ok(()));
         let bad_magic = ControlBlock { magic: 0, ..good };
-        assert_eq!(bad_magic.check::<16>(98_304), Err(LayoutError::BadMagic(0)));
-        let bad_version = ControlBlock {
-            layout_version: 2,
+        assert_eq!(
+            bad_magic.check::<16>(98_304, slots),
+            Err(LayoutError::BadMagic(0))
+        );
+        // A v1 peer's block is refused by its version.
+        let v1 = ControlBlock {
+            layout_version: 1,
             ..good
         };
+        assert_eq!(v1.check::<16>(98_304, slots), Err(LayoutError::Version(1)));
         assert_eq!(
-            bad_version.check::<16>(98_304),
-            Err(LayoutError::Version(2))
-        );
-        assert_eq!(
-            good.check::<16>(65_536),
+            good.check::<16>(65_536, slots),
             Err(LayoutError::SharedSize {
                 expected: 65_536,
                 found: 98_304
+            })
+        );
+        let small = SlotGeometry {
+            small_output: 512,
+            ..slots
+        };
+        assert_eq!(
+            good.check::<16>(98_304, small),
+            Err(LayoutError::Slots {
+                expected: small,
+                found: slots
             })
         );
     }

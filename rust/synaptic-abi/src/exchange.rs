@@ -1,11 +1,16 @@
-//! The exchange slot: where a tensor is staged zero-copy for one remote
-//! inference, at the start of the payload pool.
+//! The exchange slots: where tensors are staged zero-copy, one remote
+//! request per slot, in the payload pool.
 //!
-//! Invariants: a 64-byte header, then `input[27_648]` (one 96x96x3 frame) at
-//! +64, then `output[4_096]`. Every header field read from the peer is
-//! checked before use: `input_len <= 27_648`, `output_len <= 4_096`, the
-//! model name NUL-terminated within 32 bytes. Read each field once into a
-//! local copy, check the copy, use the copy.
+//! Invariants (ABI v2): the pool holds [`SlotGeometry::count`] slots back to
+//! back. Slot 0 is the *frame slot*, laid out as [`ExchangeSlot`]: a 64-byte
+//! header, then `input[27_648]` (one 96x96x3 frame) at +64, then
+//! `output[4_096]`. Slots 1.. are *small slots*: the same header, then
+//! `small_input` input bytes, then `small_output` output bytes, each slot
+//! rounded up to 64 bytes. Every size is a multiple of 16, so every tensor
+//! is 16-byte aligned when the region is. Every header field read from the
+//! peer is checked before use against *that slot's* capacities, the model
+//! name NUL-terminated within 32 bytes. Read each field once into a local
+//! copy, check the copy, use the copy.
 
 use core::mem::{offset_of, size_of};
 
@@ -23,6 +28,164 @@ pub const EXCHANGE_OUTPUT_OFFSET: usize = 27_712;
 pub const EXCHANGE_SLOT_SIZE: usize = 31_808;
 /// Bytes of `model_name`, terminating NUL included.
 pub const MODEL_NAME_SIZE: usize = 32;
+/// Most exchange slots a region can have (a slot mask fits one status word).
+pub const MAX_EXCHANGE_SLOTS: usize = 8;
+/// Default number of exchange slots (Kconfig `SYNAPTIC_EXCHANGE_SLOTS`).
+pub const EXCHANGE_SLOTS_DEFAULT: u32 = 4;
+/// Default input capacity of a small slot (Kconfig).
+pub const SMALL_INPUT_SIZE_DEFAULT: u32 = 4_096;
+/// Default output capacity of a small slot (Kconfig).
+pub const SMALL_OUTPUT_SIZE_DEFAULT: u32 = 1_024;
+/// Every slot starts on this boundary from the pool's start.
+pub const SLOT_ALIGN: usize = 64;
+/// Tensor capacities are multiples of this (their alignment in the slot).
+pub const TENSOR_ALIGN: usize = 16;
+
+/// How many exchange slots the region has and how large the small ones are.
+///
+/// Both images are built with one; CPU0 publishes it in the control block
+/// and CPU1 refuses to attach to a different one.
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_abi::SlotGeometry;
+/// let g = SlotGeometry::DEFAULT;
+/// assert_eq!(g.count, 4);
+/// assert_eq!(g.input_capacity(0), Some(27_648));
+/// assert_eq!(g.input_capacity(1), Some(4_096));
+/// assert_eq!(g.slot_offset(1), Some(31_808));
+/// assert_eq!(g.input_capacity(4), None);
+/// assert!(g.check().is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotGeometry {
+    /// Slots, `1..=MAX_EXCHANGE_SLOTS`; slot 0 is the frame slot.
+    pub count: u32,
+    /// Input capacity of each small slot (multiple of 16).
+    pub small_input: u32,
+    /// Output capacity of each small slot (multiple of 16).
+    pub small_output: u32,
+}
+
+/// Why a [`SlotGeometry`] is not a valid layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GeometryError {
+    /// `count` is 0 or over [`MAX_EXCHANGE_SLOTS`].
+    Count(u32),
+    /// A small capacity is not a multiple of 16, or its `payload_len`
+    /// (header plus input) would not fit a `u16`.
+    Capacity(u32),
+}
+
+impl SlotGeometry {
+    /// Four slots: the frame slot and three of 4,096 in / 1,024 out.
+    pub const DEFAULT: SlotGeometry = SlotGeometry {
+        count: EXCHANGE_SLOTS_DEFAULT,
+        small_input: SMALL_INPUT_SIZE_DEFAULT,
+        small_output: SMALL_OUTPUT_SIZE_DEFAULT,
+    };
+
+    /// The frame slot alone (ABI v1's single slot, in v2's layout).
+    pub const SINGLE: SlotGeometry = SlotGeometry {
+        count: 1,
+        ..SlotGeometry::DEFAULT
+    };
+
+    /// Check the geometry's own rules (not whether it fits a region).
+    ///
+    /// # Errors
+    ///
+    /// [`GeometryError`].
+    pub const fn check(&self) -> Result<(), GeometryError> {
+        if self.count == 0 || self.count as usize > MAX_EXCHANGE_SLOTS {
+            return Err(GeometryError::Count(self.count));
+        }
+        let small = [self.small_input, self.small_output];
+        let mut k = 0;
+        while k < small.len() {
+            let c = small[k];
+            if c as usize % TENSOR_ALIGN != 0
+                || c as usize > u16::MAX as usize - EXCHANGE_HEADER_SIZE
+            {
+                return Err(GeometryError::Capacity(c));
+            }
+            k += 1;
+        }
+        Ok(())
+    }
+
+    /// Input capacity of slot `index`, `None` past the last slot.
+    pub const fn input_capacity(&self, index: usize) -> Option<usize> {
+        if index >= self.count as usize {
+            None
+        } else if index == 0 {
+            Some(EXCHANGE_INPUT_SIZE)
+        } else {
+            Some(self.small_input as usize)
+        }
+    }
+
+    /// Output capacity of slot `index`, `None` past the last slot.
+    pub const fn output_capacity(&self, index: usize) -> Option<usize> {
+        if index >= self.count as usize {
+            None
+        } else if index == 0 {
+            Some(EXCHANGE_OUTPUT_SIZE)
+        } else {
+            Some(self.small_output as usize)
+        }
+    }
+
+    /// Offset of slot `index`'s output from the slot's start.
+    pub const fn output_offset(&self, index: usize) -> Option<usize> {
+        match self.input_capacity(index) {
+            Some(input) => Some(EXCHANGE_HEADER_SIZE + input),
+            None => None,
+        }
+    }
+
+    /// Size of a small slot, rounded up to [`SLOT_ALIGN`].
+    pub const fn small_slot_size(&self) -> usize {
+        let raw = EXCHANGE_HEADER_SIZE + self.small_input as usize + self.small_output as usize;
+        raw.div_ceil(SLOT_ALIGN) * SLOT_ALIGN
+    }
+
+    /// Offset of slot `index` from the start of the payload pool.
+    pub const fn slot_offset(&self, index: usize) -> Option<usize> {
+        if index >= self.count as usize {
+            None
+        } else if index == 0 {
+            Some(0)
+        } else {
+            Some(EXCHANGE_SLOT_SIZE + (index - 1) * self.small_slot_size())
+        }
+    }
+
+    /// Bytes all slots take from the start of the payload pool.
+    pub const fn pool_bytes(&self) -> usize {
+        if self.count == 0 {
+            0
+        } else {
+            EXCHANGE_SLOT_SIZE + (self.count as usize - 1) * self.small_slot_size()
+        }
+    }
+
+    /// Which slot starts at `offset` from the start of the pool.
+    pub const fn slot_at(&self, offset: usize) -> Option<usize> {
+        let mut index = 0;
+        while index < self.count as usize {
+            if let Some(start) = self.slot_offset(index) {
+                if start == offset {
+                    return Some(index);
+                }
+            }
+            index += 1;
+        }
+        None
+    }
+}
 
 /// Header of the exchange slot, raw wire form.
 #[repr(C)]
@@ -69,6 +232,11 @@ const _: () = {
     assert!(size_of::<ExchangeSlot>() == EXCHANGE_SLOT_SIZE);
     assert!(EXCHANGE_SLOT_SIZE == EXCHANGE_OUTPUT_OFFSET + EXCHANGE_OUTPUT_SIZE);
     assert!(EXCHANGE_INPUT_SIZE == 96 * 96 * 3);
+    assert!(EXCHANGE_SLOT_SIZE % SLOT_ALIGN == 0);
+    assert!(EXCHANGE_OUTPUT_OFFSET % TENSOR_ALIGN == 0);
+    assert!(SlotGeometry::DEFAULT.check().is_ok());
+    // A slot mask of every slot fits the positive half of a status word.
+    assert!(MAX_EXCHANGE_SLOTS < 31);
 };
 
 /// Why an exchange header was rejected.
@@ -98,20 +266,29 @@ impl ExchangeError {
 }
 
 impl ExchangeHeader {
-    /// `input_len` checked against the input capacity.
+    /// `input_len` checked against the frame slot's input capacity.
     ///
     /// # Errors
     ///
     /// [`ExchangeError::InputTooLong`].
     pub fn input_len(&self) -> Result<usize, ExchangeError> {
+        self.input_len_within(EXCHANGE_INPUT_SIZE)
+    }
+
+    /// `input_len` checked against a slot's input `capacity`.
+    ///
+    /// # Errors
+    ///
+    /// [`ExchangeError::InputTooLong`].
+    pub fn input_len_within(&self, capacity: usize) -> Result<usize, ExchangeError> {
         let len = self.input_len;
         match usize::try_from(len) {
-            Ok(n) if n <= EXCHANGE_INPUT_SIZE => Ok(n),
+            Ok(n) if n <= capacity => Ok(n),
             _ => Err(ExchangeError::InputTooLong(len)),
         }
     }
 
-    /// `output_len` checked against the output capacity.
+    /// `output_len` checked against the frame slot's output capacity.
     ///
     /// # Errors
     ///
@@ -185,6 +362,39 @@ mod tests {
             Err(ExchangeError::InputTooLong(EXCHANGE_INPUT_SIZE as u32 + 1))
         );
         assert_eq!(h.output_len(), Err(ExchangeError::OutputTooLong(u32::MAX)));
+    }
+
+    #[test]
+    fn geometry_tiles_the_pool() {
+        let g = SlotGeometry::DEFAULT;
+        assert_eq!(g.small_slot_size(), 64 + 4_096 + 1_024);
+        for k in 1..g.count as usize {
+            let end = g.slot_offset(k - 1).unwrap()
+                + if k == 1 {
+                    EXCHANGE_SLOT_SIZE
+                } else {
+                    g.small_slot_size()
+                };
+            assert_eq!(g.slot_offset(k), Some(end));
+            assert_eq!(g.slot_at(end), Some(k));
+            assert_eq!(g.output_offset(k), Some(64 + 4_096));
+        }
+        assert_eq!(g.pool_bytes(), EXCHANGE_SLOT_SIZE + 3 * 5_184);
+        assert_eq!(g.slot_at(1), None);
+        assert_eq!(g.slot_offset(4), None);
+        let odd = SlotGeometry {
+            small_input: 100,
+            ..g
+        };
+        assert_eq!(odd.check(), Err(GeometryError::Capacity(100)));
+        let none = SlotGeometry { count: 0, ..g };
+        assert_eq!(none.check(), Err(GeometryError::Count(0)));
+        assert_eq!(none.pool_bytes(), 0);
+        let many = SlotGeometry { count: 9, ..g };
+        assert_eq!(many.check(), Err(GeometryError::Count(9)));
+        let one = SlotGeometry { count: 1, ..g };
+        assert_eq!(one.pool_bytes(), EXCHANGE_SLOT_SIZE);
+        assert_eq!(one.input_capacity(1), None);
     }
 
     #[test]

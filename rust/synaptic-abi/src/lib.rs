@@ -1,4 +1,4 @@
-//! The shared-memory contract between CPU0 and CPU1 (ABI v1).
+//! The shared-memory contract between CPU0 and CPU1 (ABI v2).
 //!
 //! Owned by exactly one crate so that both images agree by construction;
 //! cbindgen exports it to C (`include/synaptic/syn_abi.h`). Every size and
@@ -6,7 +6,7 @@
 //! never a runtime surprise.
 //!
 //! Invariants: the on-wire structs ([`Message`], [`ControlBlock`],
-//! [`RingHeader`], [`ExchangeHeader`], [`ExchangeSlot`]) are `#[repr(C)]` and
+//! [`RingHeader`], [`ServiceTime`], [`ExchangeHeader`], [`ExchangeSlot`]) are `#[repr(C)]` and
 //! hold plain integers only (no atomics, no enums, no pointers), so any bytes
 //! are a valid value and C sees the same layout. They are never trusted:
 //! decode them with `TryFrom` or the `check` methods into checked types.
@@ -25,9 +25,10 @@ pub mod region;
 pub use control::{ControlBlock, LayoutError, CONTROL_BLOCK_SIZE, LAYOUT_VERSION, MAGIC, READY};
 pub use errno::Errno;
 pub use exchange::{
-    ExchangeError, ExchangeHeader, ExchangeSlot, EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_OFFSET,
-    EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE, EXCHANGE_SLOT_SIZE,
-    MODEL_NAME_SIZE,
+    ExchangeError, ExchangeHeader, ExchangeSlot, GeometryError, SlotGeometry, EXCHANGE_HEADER_SIZE,
+    EXCHANGE_INPUT_OFFSET, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE,
+    EXCHANGE_SLOTS_DEFAULT, EXCHANGE_SLOT_SIZE, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE, SLOT_ALIGN,
+    SMALL_INPUT_SIZE_DEFAULT, SMALL_OUTPUT_SIZE_DEFAULT, TENSOR_ALIGN,
 };
 pub use memory_map::{Core, MemoryMap, AN521, MCXN947, QEMU_CORTEX_M3};
 pub use message::{
@@ -38,9 +39,20 @@ pub use message::{
 pub use priority::{InvalidPriority, Priority};
 pub use region::{
     exchange_slot_offset, payload_pool_offset, payload_pool_range, region_fits, region_size,
-    ring_entries_u32, ring_offset, ring_size, DefaultRing, Direction, RingHeader,
-    RING_ENTRIES_DEFAULT, RING_SLOTS_OFFSET, RING_TAIL_OFFSET,
+    ring_entries_u32, ring_offset, ring_size, service_times_offset, DefaultRing, Direction,
+    RingHeader, ServiceTime, ServiceTimeTable, RING_ENTRIES_DEFAULT, RING_SLOTS_OFFSET,
+    RING_TAIL_OFFSET, SERVICE_TIME_ENTRIES, SERVICE_TIME_TABLE_SIZE,
 };
+
+/// Request flag (ABI v2): the requester polls for the reply, so CPU0 pushes
+/// it without ringing the doorbell (it still raises an event for a `wfe`).
+///
+/// In a request, the message's `status` word carries its flags; a reply's
+/// `status` is its result. Bits other than these are reserved: a request
+/// with one set is refused with `-EINVAL`.
+pub const REQUEST_FLAG_POLLED: i32 = 1;
+/// Every request flag this version defines.
+pub const REQUEST_FLAGS_KNOWN: i32 = REQUEST_FLAG_POLLED;
 
 /// Wire value of [`Priority::BestEffort`].
 pub const PRIORITY_BEST_EFFORT: u8 = 0;
@@ -53,9 +65,18 @@ const _: () = {
     assert!(PRIORITY_BEST_EFFORT == Priority::BestEffort as u8);
     assert!(PRIORITY_NORMAL == Priority::Normal as u8);
     assert!(PRIORITY_REALTIME == Priority::RealTime as u8);
-    // The default region plus exchange slot fits every platform's window.
+    // The default region fits every platform's window, and so do eight
+    // slots with the largest rings Kconfig offers.
     assert!(region_fits::<RING_ENTRIES_DEFAULT>(
-        memory_map::SHARED_SIZE as usize
+        memory_map::SHARED_SIZE as usize,
+        SlotGeometry::DEFAULT
+    ));
+    assert!(region_fits::<64>(
+        memory_map::SHARED_SIZE as usize,
+        SlotGeometry {
+            count: MAX_EXCHANGE_SLOTS as u32,
+            ..SlotGeometry::DEFAULT
+        }
     ));
     assert!(exchange_slot_offset::<RING_ENTRIES_DEFAULT>() % 16 == 0);
     assert!((exchange_slot_offset::<RING_ENTRIES_DEFAULT>() + EXCHANGE_INPUT_OFFSET) % 16 == 0);

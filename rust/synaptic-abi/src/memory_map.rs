@@ -141,14 +141,16 @@ pub const AN521: MemoryMap = MemoryMap {
 };
 
 /// qemu_cortex_m3 (single core, 64 KiB SRAM at `0x2000_0000`): the upper
-/// 32 KiB is the shared window, exactly the default region; no CPU1, no alias.
+/// 36 KiB is the shared window, enough for default rings and the frame slot
+/// alone ([`SlotGeometry::SINGLE`](crate::SlotGeometry::SINGLE)); no CPU1,
+/// no alias.
 /// A Zephyr build must keep that half out of its own RAM (or place the region
 /// in a static buffer and use only the offsets).
 pub const QEMU_CORTEX_M3: MemoryMap = MemoryMap {
     cpu0_private_base: 0x2000_0000,
-    cpu0_private_size: 32 * 1024,
-    shared_base: 0x2000_8000,
-    shared_size: 32 * 1024,
+    cpu0_private_size: 28 * 1024,
+    shared_base: 0x2000_7000,
+    shared_size: 36 * 1024,
     cpu1_private_base: 0x2001_0000,
     cpu1_private_size: 0,
     cpu1_image_base: 0,
@@ -164,7 +166,14 @@ const _: () = {
     while i < ALL_MAPS.len() {
         let map = ALL_MAPS[i];
         assert!(map.tiles(), "RAM ranges must tile with no gap or overlap");
-        assert!(region_size::<RING_ENTRIES_DEFAULT>() <= map.shared_size as usize);
+        // Dual-core maps take the default slots; the single-core test map
+        // the frame slot alone.
+        let slots = if map.is_dual_core() {
+            crate::SlotGeometry::DEFAULT
+        } else {
+            crate::SlotGeometry::SINGLE
+        };
+        assert!(region_size::<RING_ENTRIES_DEFAULT>(slots) <= map.shared_size as usize);
         i += 1;
     }
     assert!(MCXN947.is_dual_core() && AN521.is_dual_core() && !QEMU_CORTEX_M3.is_dual_core());

@@ -2,8 +2,9 @@
 //! ring size `N`.
 //!
 //! The region is, from offset 0: the [`ControlBlock`](crate::ControlBlock),
-//! the ring CPU0→CPU1, the ring CPU1→CPU0, then the payload pool, whose first
-//! bytes are the [`ExchangeSlot`](crate::ExchangeSlot). Each ring is a
+//! the ring CPU0→CPU1, the ring CPU1→CPU0, the service-time table
+//! ([`ServiceTime`] entries, CPU0-written), then the payload pool, which
+//! holds the exchange slots ([`SlotGeometry`]). Each ring is a
 //! [`RingHeader`] (`head` at +0, `tail` at +64, 60 pad bytes after each so the
 //! two indices never share a 64-byte line) followed by `N` [`Message`] slots
 //! at +128.
@@ -22,7 +23,7 @@
 use core::mem::{offset_of, size_of};
 
 use crate::control::CONTROL_BLOCK_SIZE;
-use crate::exchange::EXCHANGE_SLOT_SIZE;
+use crate::exchange::{SlotGeometry, EXCHANGE_SLOT_SIZE};
 use crate::message::{Message, MSG_SIZE};
 
 /// Offset of `head` in a ring.
@@ -42,11 +43,41 @@ pub const RING_SIZE_DEFAULT: usize = 448;
 pub const RING_CPU0_TO_CPU1_OFFSET_DEFAULT: usize = 64;
 /// Offset of the default ring CPU1→CPU0.
 pub const RING_CPU1_TO_CPU0_OFFSET_DEFAULT: usize = 512;
-/// Offset of the payload pool (and of the exchange slot) with default rings.
-pub const PAYLOAD_POOL_OFFSET_DEFAULT: usize = 960;
-/// Bytes the contract needs with default rings: control block, two rings,
-/// exchange slot (exactly 32 KiB).
-pub const REGION_SIZE_DEFAULT: usize = 32_768;
+/// Offset of the service-time table with default rings.
+pub const SERVICE_TIMES_OFFSET_DEFAULT: usize = 960;
+/// Offset of the payload pool (and of the frame slot) with default rings.
+pub const PAYLOAD_POOL_OFFSET_DEFAULT: usize = 1_088;
+/// Bytes the contract needs with default rings and the default slots:
+/// control block, two rings, service-time table, four exchange slots.
+pub const REGION_SIZE_DEFAULT: usize = 48_448;
+/// Entries of the service-time table.
+pub const SERVICE_TIME_ENTRIES: usize = 16;
+/// Size of the service-time table.
+pub const SERVICE_TIME_TABLE_SIZE: usize = 128;
+
+/// CPU0's running estimate of one model's service time, raw wire form.
+///
+/// CPU0 alone writes the table: `service_us` first, then `model` (Release),
+/// so a reader that sees a model also sees an estimate made for it (or for
+/// the model the entry held just before, a harmless stale hint). CPU1 uses
+/// it only to choose between polling and sleeping for a reply, never for
+/// correctness. `model` 0 marks an unused entry.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServiceTime {
+    /// Raw model handle (0: unused entry).
+    pub model: u32,
+    /// Estimated request-to-reply time on CPU0, microseconds.
+    pub service_us: u32,
+}
+
+/// The service-time table, raw wire form (for C and for layout checks).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServiceTimeTable {
+    /// Entries, in no particular order.
+    pub entries: [ServiceTime; SERVICE_TIME_ENTRIES],
+}
 
 /// The two index words of a ring, raw wire form. `slots[N]` follow at +128.
 ///
@@ -111,24 +142,30 @@ pub const fn ring_offset<const N: usize>(direction: Direction) -> usize {
     }
 }
 
-/// Offset of the payload pool: right after the second ring.
-pub const fn payload_pool_offset<const N: usize>() -> usize {
+/// Offset of the service-time table: right after the second ring.
+pub const fn service_times_offset<const N: usize>() -> usize {
     CONTROL_BLOCK_SIZE + 2 * ring_size::<N>()
 }
 
-/// Offset of the exchange slot: the start of the payload pool.
+/// Offset of the payload pool: right after the service-time table.
+pub const fn payload_pool_offset<const N: usize>() -> usize {
+    service_times_offset::<N>() + SERVICE_TIME_TABLE_SIZE
+}
+
+/// Offset of the frame slot (slot 0): the start of the payload pool.
 pub const fn exchange_slot_offset<const N: usize>() -> usize {
     payload_pool_offset::<N>()
 }
 
-/// Bytes the contract needs: control block, two rings, exchange slot.
-pub const fn region_size<const N: usize>() -> usize {
-    payload_pool_offset::<N>() + EXCHANGE_SLOT_SIZE
+/// Bytes the contract needs: control block, two rings, service-time table,
+/// and the exchange slots of `slots`.
+pub const fn region_size<const N: usize>(slots: SlotGeometry) -> usize {
+    payload_pool_offset::<N>() + slots.pool_bytes()
 }
 
 /// Whether a shared window of `shared_size` bytes holds the region.
-pub const fn region_fits<const N: usize>(shared_size: usize) -> bool {
-    region_size::<N>() <= shared_size
+pub const fn region_fits<const N: usize>(shared_size: usize, slots: SlotGeometry) -> bool {
+    region_size::<N>(slots) <= shared_size
 }
 
 /// The payload pool as offsets from the region base, for a shared window of
@@ -143,6 +180,9 @@ pub const fn payload_pool_range<const N: usize>(shared_size: usize) -> core::ops
 }
 
 const _: () = {
+    assert!(size_of::<ServiceTime>() == 8);
+    assert!(offset_of!(ServiceTime, service_us) == 4);
+    assert!(size_of::<ServiceTimeTable>() == SERVICE_TIME_TABLE_SIZE);
     assert!(size_of::<RingHeader>() == RING_SLOTS_OFFSET);
     assert!(offset_of!(RingHeader, head) == RING_HEAD_OFFSET);
     assert!(offset_of!(RingHeader, tail) == RING_TAIL_OFFSET);
@@ -159,12 +199,14 @@ const _: () = {
             == RING_CPU1_TO_CPU0_OFFSET_DEFAULT
     );
     assert!(payload_pool_offset::<RING_ENTRIES_DEFAULT>() == PAYLOAD_POOL_OFFSET_DEFAULT);
-    // The pool starts right after the second ring.
+    // The table follows the second ring, the pool follows the table.
     assert!(
-        payload_pool_offset::<RING_ENTRIES_DEFAULT>()
+        service_times_offset::<RING_ENTRIES_DEFAULT>()
             == ring_offset::<RING_ENTRIES_DEFAULT>(Direction::Cpu1ToCpu0) + RING_SIZE_DEFAULT
     );
-    assert!(region_size::<RING_ENTRIES_DEFAULT>() == REGION_SIZE_DEFAULT);
+    assert!(service_times_offset::<RING_ENTRIES_DEFAULT>() == SERVICE_TIMES_OFFSET_DEFAULT);
+    assert!(region_size::<RING_ENTRIES_DEFAULT>(SlotGeometry::DEFAULT) == REGION_SIZE_DEFAULT);
+    assert!(REGION_SIZE_DEFAULT == PAYLOAD_POOL_OFFSET_DEFAULT + EXCHANGE_SLOT_SIZE + 3 * 5_184);
     // Cache-line placement of the default layout.
     assert!(RING_CPU0_TO_CPU1_OFFSET_DEFAULT % 64 == 0);
     assert!(RING_CPU1_TO_CPU0_OFFSET_DEFAULT % 64 == 0);
@@ -177,14 +219,27 @@ mod tests {
 
     #[test]
     fn layout_for_small_rings() {
+        let one = SlotGeometry {
+            count: 1,
+            ..SlotGeometry::DEFAULT
+        };
         assert_eq!(ring_size::<2>(), 168);
         assert_eq!(ring_offset::<2>(Direction::Cpu0ToCpu1), 64);
         assert_eq!(ring_offset::<2>(Direction::Cpu1ToCpu0), 232);
-        assert_eq!(payload_pool_offset::<2>(), 400);
-        assert_eq!(region_size::<2>(), 400 + EXCHANGE_SLOT_SIZE);
-        assert!(region_fits::<16>(96 * 1024));
-        assert!(!region_fits::<16>(REGION_SIZE_DEFAULT - 1));
-        assert_eq!(payload_pool_range::<16>(98_304), 960..98_304);
-        assert_eq!(payload_pool_range::<16>(10), 960..960);
+        assert_eq!(service_times_offset::<2>(), 400);
+        assert_eq!(payload_pool_offset::<2>(), 528);
+        assert_eq!(region_size::<2>(one), 528 + EXCHANGE_SLOT_SIZE);
+        assert!(region_fits::<16>(96 * 1024, SlotGeometry::DEFAULT));
+        assert!(!region_fits::<16>(
+            REGION_SIZE_DEFAULT - 1,
+            SlotGeometry::DEFAULT
+        ));
+        let eight = SlotGeometry {
+            count: 8,
+            ..SlotGeometry::DEFAULT
+        };
+        assert!(region_fits::<64>(96 * 1024, eight));
+        assert_eq!(payload_pool_range::<16>(98_304), 1_088..98_304);
+        assert_eq!(payload_pool_range::<16>(10), 1_088..1_088);
     }
 }

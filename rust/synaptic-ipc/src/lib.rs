@@ -169,6 +169,23 @@ impl<'a, const N: usize, D: Doorbell> Sender<'a, N, D> {
         self.push(msg)
     }
 
+    /// Send `msg` keeping its id, to a peer that polls for it: no doorbell
+    /// interrupt, only an event for its `wfe` (ABI v2's polled completion).
+    ///
+    /// # Errors
+    ///
+    /// As for [`send`](Self::send).
+    pub fn reply_polled(&mut self, msg: ValidMessage) -> Result<(), IpcError> {
+        let pushed = self.producer.push(Message::from(msg));
+        self.doorbell.event();
+        pushed.map_err(IpcError::from)
+    }
+
+    /// The doorbell to the peer.
+    pub fn doorbell(&self) -> &D {
+        &self.doorbell
+    }
+
     fn push(&mut self, msg: ValidMessage) -> Result<(), IpcError> {
         let pushed = self.producer.push(Message::from(msg));
         // Rung even when full: the peer may be asleep on a coalesced doorbell.
@@ -224,7 +241,13 @@ impl<S: Semaphore, const Q: usize> Inbox<S, Q> {
         }
     }
 
-    fn deliver(&self, msg: ValidMessage) -> Result<(), ValidMessage> {
+    /// Queue `msg` for a receiver and give the semaphore once (callable
+    /// from an ISR when the semaphore's `give` is).
+    ///
+    /// # Errors
+    ///
+    /// The message back when the queue is full.
+    pub fn post(&self, msg: ValidMessage) -> Result<(), ValidMessage> {
         self.queue.enqueue(msg)?;
         self.ready.give();
         Ok(())
@@ -310,7 +333,7 @@ impl<'a, const N: usize, S: Semaphore, const Q: usize> Dispatcher<'a, N, S, Q> {
                     handler.handle(&msg);
                     self.stats.handled = self.stats.handled.wrapping_add(1);
                 }
-                None => match self.inbox.deliver(msg) {
+                None => match self.inbox.post(msg) {
                     Ok(()) => self.stats.queued = self.stats.queued.wrapping_add(1),
                     Err(_) => self.stats.inbox_full = self.stats.inbox_full.wrapping_add(1),
                 },

@@ -36,6 +36,11 @@ pub trait Doorbell {
     /// Ring the peer. Must not block; a doorbell that is already pending may
     /// coalesce (the peer drains the ring completely on each wake-up).
     fn ring(&self);
+
+    /// Signal the peer without an interrupt (Arm `sev`), for a peer that
+    /// polls a ring and pauses with `wfe` between looks. Default: nothing
+    /// (the poller then only spins or yields).
+    fn event(&self) {}
 }
 
 /// A counting semaphore with timeout (Zephyr `k_sem`, host Condvar).
@@ -51,6 +56,10 @@ pub trait Semaphore {
 impl<T: Doorbell + ?Sized> Doorbell for &T {
     fn ring(&self) {
         (**self).ring()
+    }
+
+    fn event(&self) {
+        (**self).event()
     }
 }
 

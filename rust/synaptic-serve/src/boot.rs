@@ -176,6 +176,9 @@ pub enum Down {
     Platform(BootError),
     /// CPU1 did not set `cpu1_ready` within the budget.
     NotReady,
+    /// CPU1 announced another layout version and refused the region (a
+    /// v1 image announces nothing and shows as [`Down::NotReady`]).
+    Version(u32),
     /// CPU1 attached but sent no `STATUS_REQ` within the budget.
     NoStatus,
 }
@@ -265,7 +268,12 @@ pub fn boot_cpu1<const N: usize, P: BootPlatform + ?Sized>(
     };
     report.ready_us = waited(budgets.cpu1_ready_us, &|| region.is_ready(Core::Cpu1));
     if report.ready_us.is_none() {
-        report.link = Link::Down(Down::NotReady);
+        let announced = region.control_block().cpu1_layout_version;
+        report.link = if announced != 0 && announced != synaptic_abi::LAYOUT_VERSION {
+            Link::Down(Down::Version(announced))
+        } else {
+            Link::Down(Down::NotReady)
+        };
         return report;
     }
     report.handshake_us = waited(budgets.first_status_us, &first_status);
@@ -277,15 +285,17 @@ pub fn boot_cpu1<const N: usize, P: BootPlatform + ?Sized>(
     report
 }
 
-/// CPU1's attach: check that the control block describes this image's
-/// layout (magic, version, ring entries, shared size) and that CPU0 is
-/// ready, then set `cpu1_ready`. Ring indices are left as they are.
+/// CPU1's attach: announce this image's layout version, check that the
+/// control block describes this image's layout (magic, version, ring
+/// entries, shared size, slot geometry) and that CPU0 is ready, then set
+/// `cpu1_ready`. Ring indices are left as they are.
 ///
 /// # Errors
 ///
 /// [`RegionError::Layout`] with the first mismatch; `Layout(NotReady)`
 /// style errors come back as [`AttachError::Cpu0NotReady`].
 pub fn attach<const N: usize>(region: &SharedRegion<'_, N>) -> Result<(), AttachError> {
+    region.announce_cpu1_version();
     region.check().map_err(AttachError::Region)?;
     if !region.is_ready(Core::Cpu0) {
         return Err(AttachError::Cpu0NotReady);

@@ -1,91 +1,71 @@
-//! The CPU1 client: inference on CPU0 as a blocking call, resolve a model by
-//! name, stage a tensor in place, submit it with a priority class, wait with
-//! a timeout, get a length or an error.
+//! The CPU1 client: inference on CPU0 as a blocking call, up to one request
+//! per exchange slot in flight, from any number of CPU1 threads. Resolve a
+//! model by name, stage a tensor in place, submit it with a priority class,
+//! wait (polling or sleeping) with a timeout, get a length or an error.
 //!
 //! ```text
-//! let mut session = client.session(Timeout::Millis(100))?;   // EBUSY if CPU0 still holds the slot
-//! render(&mut session.infer_input()[..len]);                 // in shared SRAM, no private copy
-//! let n = session.infer(model, len, &mut out, Priority::RealTime, Timeout::Millis(50))?;
+//! let mut session = client.reserve(490, Timeout::Millis(100))?;  // the smallest free slot that fits
+//! render(&mut session.infer_input()[..490]);                     // in shared SRAM, no private copy
+//! let n = session.infer(model, 490, &mut out, Priority::Normal, Timeout::Millis(50))?;
 //! ```
 //!
 //! # Invariants
 //!
-//! * **Callers are serialised** by a local lock the platform supplies
-//!   ([`LocalLock`]; `std::sync::Mutex` on the host, a kernel mutex on
-//!   Zephyr). A [`Session`] holds it; the lock also owns the [`Sender`].
-//! * **The slot cannot be restaged while CPU0 may still read it.** The
-//!   client records, in `slot_owner`, the id of the last request that handed
-//!   the exchange slot to CPU0, and only the reply that hands it back clears
-//!   it. [`Client::session`] (the only way to reach
-//!   [`Session::infer_input`]) waits, within the caller's timeout, until the
-//!   slot is back, and fails with [`ClientError::Busy`] otherwise. So after
-//!   a timeout the slot stays CPU0's until the late reply for that `msg_id`
-//!   arrives (the reply is then discarded), or until CPU0 answers a
-//!   `STATUS_REQ` sent after that request with "slot free" (the request was
-//!   dropped, or CPU1 restarted and cannot know). See
-//!   [`crate::protocol`] for why both proofs hold.
-//! * **A late reply is never delivered to the next caller.** The waiter
-//!   registers the `msg_id` it waits for; the dispatch thread delivers a
-//!   reply only when its id is the registered one, claiming it with one
-//!   compare-and-swap that the timing-out caller races with the same CAS, so
-//!   each reply is either delivered to its own caller or discarded and
-//!   counted ([`ClientStats::discarded`]), never both, never neither.
+//! * **Each slot is a small state machine** in CPU1's RAM, moved by one
+//!   compare-and-swap at a time: `FREE → STAGING` (a caller reserved it:
+//!   only that caller writes its input), `STAGING → SENT` (the request is
+//!   pushed: CPU0 owns the slot), `SENT → DONE` (the dispatch path matched
+//!   the reply: the caller owns it again and reads the output), `DONE →
+//!   FREE` (the caller is finished). A timed-out caller moves `SENT →
+//!   ABANDONED`; the late reply, or a `STATUS_RESP` whose mask proves CPU0
+//!   done with it, moves `ABANDONED → FREE`. A slot is therefore never
+//!   restaged while CPU0 may still read it, and a late reply is never
+//!   delivered to a later caller.
+//! * **A restarted CPU1 presumes every slot held** (`PRESUMED`) if anything
+//!   was ever sent on the ring, until a reply naming the slot from the
+//!   previous life or a `STATUS_RESP` mask frees it.
+//! * **The local locks guard only sending and receiving**: reserving a slot
+//!   is lock-free, the sender lock is held for one push, and the receiver
+//!   lock for one drain of the reply ring (the dispatch thread's, or a
+//!   polling caller's with `try_lock`).
+//! * **Completion by polling or interrupt** ([`Wait`]): a polled request
+//!   asks CPU0 for no doorbell ([`REQUEST_FLAG_POLLED`]); its caller drains
+//!   the reply ring itself and pauses with the platform's `relax` (Arm
+//!   `wfe`) between looks. [`Wait::Auto`] polls when CPU0's published
+//!   service-time estimate for the model is at most the poll threshold.
 //! * **Ids survive a restart.** [`Client::attach`] numbers messages from the
-//!   live head of the outgoing ring, so a pre-restart reply cannot carry a
-//!   new request's id, and it starts with the slot presumed held by the
-//!   last id the previous life may have used.
+//!   live head of the outgoing ring.
 //! * **No floating point**, no heap; the local atomics (CPU1's own RAM) are
 //!   the only read-modify-write, never on the shared region.
 //! * Round trips: [`Client::ping`] stamps a `STATUS_REQ` with the clock;
-//!   the dispatch thread folds each answered ping into last/min/max/count
-//!   and publishes them in the control block's RTT words (CPU1 has no
-//!   console; CPU0's shell reads them).
+//!   each answered ping is folded into last/min/max/count and published in
+//!   the control block's RTT words (CPU1 has no console; CPU0's shell reads
+//!   them).
 
-use core::marker::PhantomData;
-use core::ops::DerefMut;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering};
 
 use synaptic_abi::{
-    Errno, MessageType, Priority, ValidMessage, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE,
-    MODEL_NAME_SIZE,
+    Errno, MessageType, Priority, ValidMessage, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE,
+    REQUEST_FLAG_POLLED,
 };
-use synaptic_ipc::{Dispatcher, Doorbell, Handler, IpcError, Semaphore, Sender, Timeout};
-use synaptic_ring::Producer;
+use synaptic_ipc::{Doorbell, IpcError, Semaphore, Sender, Timeout};
+use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::registry::ModelHandle;
 use synaptic_runtime::time::Clock;
 
-use crate::protocol::{self, first_id_after_restart, is_after, STATUS_SLOT_FREE, STATUS_SLOT_HELD};
+use crate::lock::LocalLock;
+use crate::protocol::{self, first_id_after_restart, is_after, mask_holds};
 use crate::region::{Exchange, RttWords, SharedRegion};
-
-/// A mutual-exclusion lock for the client's callers, supplied by the
-/// platform (`std::sync::Mutex` with feature `std`).
-pub trait LocalLock<T> {
-    /// Proof of holding the lock; dropping it unlocks.
-    type Guard<'g>: DerefMut<Target = T>
-    where
-        Self: 'g;
-
-    /// A lock around `value`.
-    fn new(value: T) -> Self;
-
-    /// Block until the lock is held.
-    fn lock(&self) -> Self::Guard<'_>;
-}
-
-/// What the local lock protects: the sending side of CPU1.
-pub struct Caller<'r, const N: usize, D: Doorbell> {
-    sender: Sender<'r, N, D>,
-}
 
 /// Why a client call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ClientError {
     /// No reply within the timeout (`-ETIMEDOUT`). For a slot request, the
-    /// slot stays CPU0's until the late reply frees it.
+    /// slot stays CPU0's until the late reply (or a status) frees it.
     TimedOut,
-    /// CPU0 still holds the exchange slot for an earlier request that has
-    /// not been answered (`-EBUSY`).
+    /// No slot that fits is free within the timeout, or another ping is in
+    /// flight (`-EBUSY`).
     Busy,
     /// The request could not be sent: ring full (`-EAGAIN`) or corrupt
     /// (`-EBADMSG`).
@@ -140,6 +120,33 @@ impl From<IpcError> for ClientError {
     }
 }
 
+/// How a caller waits for its reply (MEERKAT's choice between polling and
+/// interrupt-driven completion).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Poll when CPU0's estimate for the model is at most the client's
+    /// threshold (a status round trip always polls when the threshold is
+    /// nonzero); sleep on the doorbell otherwise or without an estimate.
+    Auto,
+    /// Drain the reply ring in a loop, pausing with `relax`; CPU0 rings no
+    /// doorbell.
+    Poll,
+    /// Sleep until the doorbell wakes the dispatch thread, which wakes the
+    /// caller.
+    Interrupt,
+}
+
+/// How the client is set up.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientConfig {
+    /// [`Wait::Auto`] polls when the predicted service time is at most this
+    /// many microseconds (0: never poll on its own).
+    pub poll_threshold_us: u32,
+    /// Pause between two looks of a polling caller (Arm `wfe`, a host
+    /// yield); it may return at once.
+    pub relax: fn(),
+}
+
 /// What the client has done so far (CPU1-local counters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientStats {
@@ -147,17 +154,23 @@ pub struct ClientStats {
     pub sent: u32,
     /// Replies delivered to the caller that waited for them.
     pub delivered: u32,
-    /// Slot replies (`INFER_RESP`, `MODEL_LOAD`) nobody waited for any more:
-    /// late replies to timed-out or pre-restart requests, discarded.
+    /// Slot replies nobody waited for any more: late replies to timed-out
+    /// or pre-restart requests, discarded.
     pub discarded: u32,
     /// `STATUS_RESP`s received (delivered or used only as a barrier).
     pub pongs: u32,
     /// Calls that timed out waiting for a reply.
     pub timeouts: u32,
-    /// Sessions refused because CPU0 kept the slot.
+    /// Reservations refused because no fitting slot came free in time.
     pub busy: u32,
-    /// Messages of a type the client does not expect, dropped.
+    /// Messages of a type the client does not expect, or that failed to
+    /// decode, dropped.
     pub unexpected: u32,
+    /// Replies a polling caller collected itself.
+    pub polled: u32,
+    /// Slots freed by a `STATUS_RESP` mask (their replies were lost, or
+    /// belonged to a previous life).
+    pub reclaimed: u32,
 }
 
 /// The answer to [`Client::ping`].
@@ -165,12 +178,67 @@ pub struct ClientStats {
 pub struct Pong {
     /// This round trip, microseconds.
     pub rtt_us: u32,
-    /// Whether CPU0 reported the exchange slot held.
+    /// Whether CPU0 reported any exchange slot held.
     pub slot_held: bool,
+    /// The slots CPU0 reported held (bit `i`: slot `i`).
+    pub held_mask: u32,
 }
 
-/// `slot_owner` value: CPU1 owns the slot.
-const SLOT_FREE: u32 = 0;
+mod state {
+    pub const FREE: u8 = 0;
+    pub const STAGING: u8 = 1;
+    pub const SENT: u8 = 2;
+    pub const DONE: u8 = 3;
+    pub const ABANDONED: u8 = 4;
+    pub const PRESUMED: u8 = 5;
+}
+
+/// One waiter: a slot's, or the ping's.
+struct Waiter<S> {
+    state: AtomicU8,
+    /// Id of the request in flight (SENT, ABANDONED, DONE).
+    id: AtomicU32,
+    /// The reply's status, written before `SENT → DONE`.
+    status: AtomicI32,
+    /// A caller is (about to be) blocked on `wake`; the dispatch path
+    /// clears it and gives `wake` exactly once per clear.
+    sleeping: AtomicBool,
+    wake: S,
+}
+
+impl<S: Semaphore> Waiter<S> {
+    fn new(initial: u8, wake: S) -> Self {
+        Waiter {
+            state: AtomicU8::new(initial),
+            id: AtomicU32::new(0),
+            status: AtomicI32::new(0),
+            sleeping: AtomicBool::new(false),
+            wake,
+        }
+    }
+
+    fn state(&self) -> u8 {
+        // Ordering: pairs with the Release of every transition.
+        self.state.load(Ordering::Acquire)
+    }
+
+    fn moves(&self, from: u8, to: u8) -> bool {
+        self.state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    fn set(&self, to: u8) {
+        self.state.store(to, Ordering::Release);
+    }
+
+    /// Wake the caller blocked on this waiter, if any.
+    fn notify(&self) {
+        if self.sleeping.swap(false, Ordering::SeqCst) {
+            self.wake.give();
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug)]
 enum Deadline {
@@ -187,6 +255,8 @@ struct Counters {
     timeouts: AtomicU32,
     busy: AtomicU32,
     unexpected: AtomicU32,
+    polled: AtomicU32,
+    reclaimed: AtomicU32,
 }
 
 fn bump(counter: &AtomicU32) {
@@ -196,180 +266,343 @@ fn bump(counter: &AtomicU32) {
 
 /// The CPU1 side of the inference service.
 ///
-/// `N`: ring entries; `D`: the doorbell to CPU0; `S`: a semaphore the
-/// dispatch thread gives to wake a waiting caller; `C`: a microsecond clock
-/// (timeouts and round trips); `L`: the local lock around the [`Caller`].
+/// `N`: ring entries; `D`: the doorbell to CPU0; `S`: the semaphores the
+/// dispatch path gives to wake sleeping callers; `C`: a microsecond clock
+/// (timeouts and round trips); `L`: the local lock around the [`Sender`];
+/// `Q`: the local lock around the reply ring's [`Consumer`].
 ///
-/// Register it with CPU1's dispatcher ([`Client::register`]) so that the
-/// dispatch thread hands it `INFER_RESP`, `MODEL_LOAD` and `STATUS_RESP`.
-pub struct Client<'r, const N: usize, D, S, C, L> {
-    caller: L,
+/// CPU1's dispatch thread calls [`Client::dispatch`] on each doorbell (and
+/// on a timeout); polling callers drain the reply ring themselves.
+pub struct Client<'r, const N: usize, D, S, C, L, Q> {
+    sender: L,
+    receiver: Q,
     region: SharedRegion<'r, N>,
-    exchange: Exchange<'r>,
-    wake: S,
+    config: ClientConfig,
     clock: C,
-    /// A caller is (about to be) blocked on `wake`; the dispatch thread
-    /// clears it and gives `wake` exactly once per clear.
-    waiter: AtomicBool,
-    /// Id of the request that handed the slot to CPU0, or `SLOT_FREE`.
-    /// Set (from free) only by a lock holder, cleared only by the dispatch
-    /// thread.
-    slot_owner: AtomicU32,
-    /// Id whose reply a caller waits for (0: none); claimed by CAS.
-    expect: AtomicU32,
-    /// Id and status of the last delivered reply.
-    reply_id: AtomicU32,
-    reply_status: AtomicI32,
-    /// The newest ping in flight and its send time (low 32 bits, µs).
-    ping_id: AtomicU32,
+    slots: [Waiter<S>; MAX_EXCHANGE_SLOTS],
+    ping: Waiter<S>,
+    /// Callers waiting for any slot to come free, and their semaphore.
+    free_waiters: AtomicU32,
+    free_wake: S,
+    /// The last id the previous life may have used (PRESUMED slots).
+    boundary: u32,
     ping_sent_us: AtomicU32,
-    /// Round-trip statistics, written by the dispatch thread only.
+    /// Round-trip statistics, written by the dispatch path only.
     rtt_last: AtomicU32,
     rtt_min: AtomicU32,
     rtt_max: AtomicU32,
     rtt_count: AtomicU32,
     counters: Counters,
-    doorbell: PhantomData<fn() -> D>,
+    doorbell: core::marker::PhantomData<fn() -> D>,
 }
 
-impl<'r, const N: usize, D, S, C, L> Client<'r, N, D, S, C, L>
+impl<'r, const N: usize, D, S, C, L, Q> Client<'r, N, D, S, C, L, Q>
 where
     D: Doorbell,
     S: Semaphore,
     C: Clock,
-    L: LocalLock<Caller<'r, N, D>>,
+    L: LocalLock<Sender<'r, N, D>>,
+    Q: LocalLock<Consumer<'r, N>>,
 {
-    /// The client of a CPU1 (re)starting on `region`: `producer` is attached
-    /// to the ring CPU1→CPU0 with its live indices, `doorbell` rings CPU0,
-    /// `wake` is a fresh semaphore with no count.
+    /// The client of a CPU1 (re)starting on `region`: `producer` and
+    /// `consumer` are attached to the rings CPU1→CPU0 and CPU0→CPU1 with
+    /// their live indices, `doorbell` rings CPU0, `semaphore` makes fresh
+    /// semaphores with no count (one per slot, one for the ping, one for
+    /// callers waiting for a free slot).
     ///
     /// Message ids continue from the ring's live head
     /// ([`protocol::first_id_after_restart`]). If anything was ever sent on
-    /// the ring, the slot is presumed held by the previous life's last id
-    /// until a reply proves otherwise (the first [`session`](Self::session)
-    /// asks CPU0). The round-trip words are reset.
+    /// the ring, every slot is presumed held until a reply or a status
+    /// proves otherwise. The round-trip words are reset.
     pub fn attach(
         region: &SharedRegion<'r, N>,
         producer: Producer<'r, N>,
+        consumer: Consumer<'r, N>,
         doorbell: D,
-        wake: S,
+        mut semaphore: impl FnMut() -> S,
         clock: C,
+        config: ClientConfig,
     ) -> Self {
         let head = producer.head();
         let sender = Sender::with_next_id(producer, doorbell, first_id_after_restart(head));
         region.publish_rtt(RttWords::default());
+        let count = region.slot_count();
+        let slots = core::array::from_fn(|k| {
+            let initial = if k >= count || head == 0 {
+                state::FREE
+            } else {
+                state::PRESUMED
+            };
+            Waiter::new(initial, semaphore())
+        });
         Client {
-            caller: L::new(Caller { sender }),
+            sender: L::new(sender),
+            receiver: Q::new(consumer),
             region: *region,
-            exchange: region.exchange(),
-            wake,
+            config,
             clock,
-            waiter: AtomicBool::new(false),
-            slot_owner: AtomicU32::new(if head == 0 { SLOT_FREE } else { head }),
-            expect: AtomicU32::new(0),
-            reply_id: AtomicU32::new(0),
-            reply_status: AtomicI32::new(0),
-            ping_id: AtomicU32::new(0),
+            slots,
+            ping: Waiter::new(state::FREE, semaphore()),
+            free_waiters: AtomicU32::new(0),
+            free_wake: semaphore(),
+            boundary: head,
             ping_sent_us: AtomicU32::new(0),
             rtt_last: AtomicU32::new(0),
             rtt_min: AtomicU32::new(0),
             rtt_max: AtomicU32::new(0),
             rtt_count: AtomicU32::new(0),
             counters: Counters::default(),
-            doorbell: PhantomData,
+            doorbell: core::marker::PhantomData,
         }
     }
 
-    /// Route CPU1's `INFER_RESP`, `MODEL_LOAD` and `STATUS_RESP` messages
-    /// to this client.
-    ///
-    /// # Errors
-    ///
-    /// [`IpcError::AlreadyRegistered`] if one of those types has a handler.
-    pub fn register<'d, Sem: Semaphore, const Q: usize>(
-        &'d self,
-        dispatcher: &mut Dispatcher<'d, N, Sem, Q>,
-    ) -> Result<(), IpcError>
-    where
-        Self: Sync,
-    {
-        for t in [
-            MessageType::InferResp,
-            MessageType::ModelLoad,
-            MessageType::StatusResp,
-        ] {
-            dispatcher.register(t, self)?;
+    /// The dispatch thread's turn: drain the reply ring (waiting for a
+    /// polling caller that holds it). Returns the messages popped.
+    pub fn dispatch(&self) -> usize {
+        let mut consumer = self.receiver.lock();
+        self.drain_with(&mut consumer)
+    }
+
+    /// Drain the reply ring if nobody else is draining it. Returns the
+    /// messages popped (0 when busy or empty).
+    pub fn poll_replies(&self) -> usize {
+        match self.receiver.try_lock() {
+            Some(mut consumer) => self.drain_with(&mut consumer),
+            None => 0,
         }
-        Ok(())
     }
 
-    /// Take the local lock and wait (within `timeout`) until CPU1 owns the
-    /// exchange slot.
+    fn drain_with(&self, consumer: &mut Consumer<'r, N>) -> usize {
+        let mut total = 0;
+        // A budget per pass so a flooding peer cannot hold the caller.
+        for _ in 0..N {
+            let raw = match consumer.pop() {
+                Ok(Some(raw)) => raw,
+                Ok(None) | Err(_) => break,
+            };
+            total += 1;
+            match ValidMessage::try_from(raw) {
+                Ok(msg) => self.handle(&msg),
+                Err(_) => bump(&self.counters.unexpected),
+            }
+        }
+        total
+    }
+
+    /// Reserve the frame slot (slot 0, 27,648 input bytes), waiting within
+    /// `timeout` until CPU1 owns it: the single-request API.
     ///
     /// # Errors
     ///
-    /// [`ClientError::Busy`] when CPU0 still holds the slot for an earlier
-    /// request when the timeout expires.
-    pub fn session(&self, timeout: Timeout) -> Result<Session<'_, 'r, N, D, S, C, L>, ClientError> {
-        self.session_until(self.deadline(timeout))
-    }
-
-    fn session_until(
+    /// [`ClientError::Busy`] when the slot is still CPU0's (or another
+    /// caller's) when the timeout expires.
+    pub fn session(
         &self,
+        timeout: Timeout,
+    ) -> Result<Session<'_, 'r, N, D, S, C, L, Q>, ClientError> {
+        self.reserve_until(Some(0), 0, self.deadline(timeout))
+    }
+
+    /// Reserve the smallest free slot whose input holds `input_len` bytes,
+    /// waiting within `timeout` for one to come free.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] when no slot is that large;
+    /// [`ClientError::Busy`] when none came free in time.
+    pub fn reserve(
+        &self,
+        input_len: usize,
+        timeout: Timeout,
+    ) -> Result<Session<'_, 'r, N, D, S, C, L, Q>, ClientError> {
+        self.reserve_until(None, input_len, self.deadline(timeout))
+    }
+
+    fn reserve_until(
+        &self,
+        only: Option<usize>,
+        input_len: usize,
         deadline: Deadline,
-    ) -> Result<Session<'_, 'r, N, D, S, C, L>, ClientError> {
-        let mut caller = self.caller.lock();
-        if self.slot_owner.load(Ordering::Acquire) != SLOT_FREE {
-            // CPU0 may still be reading the slot for an earlier request. A
-            // STATUS_REQ sent now queues behind that request; its answer
-            // proves whether CPU0 is done (the late reply itself does too).
-            let _ = self.send_ping(&mut caller, false);
-            let free = self.wait_until(deadline, || {
-                self.slot_owner.load(Ordering::Acquire) == SLOT_FREE
+    ) -> Result<Session<'_, 'r, N, D, S, C, L, Q>, ClientError> {
+        let geometry = self.region.slots();
+        let fits = |k: usize| {
+            only.is_none_or(|o| o == k)
+                && geometry.input_capacity(k).is_some_and(|c| c >= input_len)
+        };
+        if !(0..self.region.slot_count()).any(fits) {
+            return Err(ClientError::InvalidArgument);
+        }
+        let mut barrier_sent = false;
+        loop {
+            // Smallest fitting slot first: the frame slot stays free for frames.
+            let mut order = [0usize; MAX_EXCHANGE_SLOTS];
+            let count = self.region.slot_count();
+            for (k, o) in order.iter_mut().enumerate().take(count) {
+                *o = count - 1 - k;
+            }
+            for &k in order.iter().take(count) {
+                if fits(k) && self.slots[k].moves(state::FREE, state::STAGING) {
+                    let exchange = self
+                        .region
+                        .exchange(k)
+                        .ok_or(ClientError::InvalidArgument)?;
+                    return Ok(Session {
+                        client: self,
+                        slot: k,
+                        exchange,
+                    });
+                }
+            }
+            // A fitting slot CPU0 may still hold: ask CPU0 whether it does.
+            let stuck = (0..count).any(|k| {
+                fits(k) && matches!(self.slots[k].state(), state::ABANDONED | state::PRESUMED)
             });
-            if !free {
+            if stuck && !barrier_sent {
+                barrier_sent = self.send_status(false).is_ok();
+            }
+            if !self.wait_for_free(deadline) {
                 bump(&self.counters.busy);
                 return Err(ClientError::Busy);
             }
         }
-        Ok(Session {
-            client: self,
-            caller,
-        })
     }
 
-    /// Resolve a model by name on CPU0 (takes a session for the call).
+    /// Sleep until some slot may have come free; `false` once `deadline`
+    /// has passed.
+    fn wait_for_free(&self, deadline: Deadline) -> bool {
+        let Some(timeout) = self.remaining(deadline) else {
+            return false;
+        };
+        self.free_waiters.fetch_add(1, Ordering::SeqCst);
+        // Gives for earlier frees may be pending: each only causes a re-check.
+        let _ = self.free_wake.take(timeout);
+        self.free_waiters.fetch_sub(1, Ordering::SeqCst);
+        true
+    }
+
+    /// A slot became FREE: wake one caller waiting for a slot.
+    fn notify_free(&self) {
+        if self.free_waiters.load(Ordering::SeqCst) > 0 {
+            self.free_wake.give();
+        }
+    }
+
+    /// Resolve a model by name on CPU0 (reserves the smallest slot).
     ///
     /// # Errors
     ///
     /// As [`Session::model_lookup`], and [`ClientError::Busy`] from
-    /// [`session`](Self::session).
+    /// [`reserve`](Self::reserve).
     pub fn model_lookup(&self, name: &str, timeout: Timeout) -> Result<ModelHandle, ClientError> {
         let deadline = self.deadline(timeout);
-        self.session_until(deadline)?.lookup_until(name, deadline)
+        self.reserve_until(None, 0, deadline)?
+            .lookup_until(name, deadline, Wait::Interrupt)
     }
 
-    /// Measure one round trip with a `STATUS_REQ` (the slot is not needed).
+    /// Measure one round trip with a `STATUS_REQ` (no slot is needed),
+    /// waiting as [`Wait::Auto`] says.
     ///
     /// # Errors
     ///
+    /// As [`ping_with`](Self::ping_with).
+    pub fn ping(&self, timeout: Timeout) -> Result<Pong, ClientError> {
+        self.ping_with(Wait::Auto, timeout)
+    }
+
+    /// Measure one round trip with a `STATUS_REQ`, waiting as `wait` says.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Busy`] while another ping is in flight;
     /// [`ClientError::Ipc`] when the ring is full; [`ClientError::TimedOut`];
     /// [`ClientError::Remote`] if CPU0 refused the request.
-    pub fn ping(&self, timeout: Timeout) -> Result<Pong, ClientError> {
+    pub fn ping_with(&self, wait: Wait, timeout: Timeout) -> Result<Pong, ClientError> {
         let deadline = self.deadline(timeout);
-        let mut caller = self.caller.lock();
-        let id = self.send_ping(&mut caller, true)?;
-        let status = self.await_reply(id, deadline)?;
-        self.status_to_len(status)?;
+        let polled = match wait {
+            Wait::Auto => self.config.poll_threshold_us > 0,
+            Wait::Poll => true,
+            Wait::Interrupt => false,
+        };
+        if !self.ping.moves(state::FREE, state::STAGING) {
+            return Err(ClientError::Busy);
+        }
+        if let Err(e) = self.send_status(true) {
+            self.ping.set(state::FREE);
+            return Err(e);
+        }
+        let done = self.wait_reply(&self.ping, polled, deadline);
+        if !done && self.ping.moves(state::SENT, state::FREE) {
+            // A ping holds no slot: a late answer is simply not matched.
+            bump(&self.counters.timeouts);
+            return Err(ClientError::TimedOut);
+        }
+        let status = self.ping.status.load(Ordering::Relaxed);
+        self.ping.set(state::FREE);
+        let mask = self.status_to_len(status)? as u32;
         Ok(Pong {
             rtt_us: self.rtt_last.load(Ordering::Relaxed),
-            slot_held: status == STATUS_SLOT_HELD,
+            slot_held: mask != 0,
+            held_mask: mask,
         })
     }
 
-    /// Whether CPU0 may hold the exchange slot (a request unanswered).
+    /// Push a `STATUS_REQ`; with `ping`, as the ping waiter's request.
+    fn send_status(&self, ping: bool) -> Result<u32, ClientError> {
+        let now = self.clock.now_us() as u32;
+        let polled = ping && self.config.poll_threshold_us > 0;
+        let msg = ValidMessage {
+            timestamp_us: now,
+            status: if polled { REQUEST_FLAG_POLLED } else { 0 },
+            ..ValidMessage::new(MessageType::StatusReq, Priority::Normal)
+        };
+        let mut sender = self.sender.lock();
+        let id = sender.next_id();
+        if ping {
+            self.ping_sent_us.store(now, Ordering::Relaxed);
+            self.ping.id.store(id, Ordering::Relaxed);
+            self.ping.set(state::SENT);
+        }
+        match sender.send(msg) {
+            Ok(_) => {
+                bump(&self.counters.sent);
+                Ok(id)
+            }
+            Err(e) => Err(ClientError::Ipc(e)),
+        }
+    }
+
+    /// Whether CPU0 may hold any exchange slot (a request unanswered, or
+    /// presumed so after a restart).
     pub fn slot_held(&self) -> bool {
-        self.slot_owner.load(Ordering::Acquire) != SLOT_FREE
+        self.held_mask() != 0
+    }
+
+    /// The slots CPU0 may hold (bit `i`: slot `i`).
+    pub fn held_mask(&self) -> u32 {
+        (0..self.region.slot_count())
+            .filter(|&k| {
+                matches!(
+                    self.slots[k].state(),
+                    state::SENT | state::ABANDONED | state::PRESUMED
+                )
+            })
+            .fold(0, |mask, k| mask | 1 << k)
+    }
+
+    /// CPU0's published service-time estimate for `model`, microseconds.
+    pub fn service_time_us(&self, model: ModelHandle) -> Option<u32> {
+        self.region.service_time(model.raw()).filter(|&us| us > 0)
+    }
+
+    /// Whether a request for `model` waiting as `wait` polls.
+    pub fn polls(&self, model: ModelHandle, wait: Wait) -> bool {
+        match wait {
+            Wait::Poll => true,
+            Wait::Interrupt => false,
+            Wait::Auto => self
+                .service_time_us(model)
+                .is_some_and(|us| us <= self.config.poll_threshold_us),
+        }
     }
 
     /// The round-trip statistics this client has published.
@@ -394,6 +627,8 @@ where
             timeouts: get(&c.timeouts),
             busy: get(&c.busy),
             unexpected: get(&c.unexpected),
+            polled: get(&c.polled),
+            reclaimed: get(&c.reclaimed),
         }
     }
 
@@ -423,138 +658,130 @@ where
         }
     }
 
-    /// Block until `done()` holds or `deadline` passes; returns `done()`'s
-    /// last value. Every give of `wake` is matched by one take here (see
-    /// `notify`), so the semaphore is back at zero when this returns.
-    fn wait_until(&self, deadline: Deadline, done: impl Fn() -> bool) -> bool {
+    /// Wait until `waiter` leaves SENT or `deadline` passes; returns
+    /// whether it did. Polling drains the ring here; sleeping registers
+    /// on the waiter's semaphore (every give matched by one take).
+    fn wait_reply(&self, waiter: &Waiter<S>, polled: bool, deadline: Deadline) -> bool {
+        let done = || waiter.state() != state::SENT;
+        if polled {
+            loop {
+                if done() {
+                    return true;
+                }
+                if self.poll_replies() > 0 && done() {
+                    bump(&self.counters.polled);
+                    return true;
+                }
+                if self.remaining(deadline).is_none() {
+                    return done();
+                }
+                (self.config.relax)();
+            }
+        }
         loop {
             // Register before testing, so a notify after the test is not lost.
-            self.waiter.store(true, Ordering::SeqCst);
+            waiter.sleeping.store(true, Ordering::SeqCst);
             if done() {
-                self.unregister();
+                self.unregister(waiter);
                 return true;
             }
             let Some(timeout) = self.remaining(deadline) else {
-                self.unregister();
+                self.unregister(waiter);
                 return done();
             };
-            if !self.wake.take(timeout) {
-                self.unregister();
+            if !waiter.wake.take(timeout) {
+                self.unregister(waiter);
                 if done() || self.remaining(deadline).is_none() {
                     return done();
                 }
             }
-            // Woken (the dispatch thread cleared `waiter`): test again.
         }
     }
 
-    fn unregister(&self) {
-        if !self.waiter.swap(false, Ordering::SeqCst) {
-            // The dispatch thread cleared it first and gives (or gave) once:
+    fn unregister(&self, waiter: &Waiter<S>) {
+        if !waiter.sleeping.swap(false, Ordering::SeqCst) {
+            // The dispatch path cleared it first and gives (or gave) once:
             // consume that count so the next wait starts from zero.
-            let _ = self.wake.take(Timeout::Forever);
+            let _ = waiter.wake.take(Timeout::Forever);
         }
     }
 
-    /// Wake the caller blocked in `wait_until`, if any (dispatch thread).
-    fn notify(&self) {
-        if self.waiter.swap(false, Ordering::SeqCst) {
-            self.wake.give();
+    /// Dispatch path: a reply arrived.
+    fn handle(&self, msg: &ValidMessage) {
+        match msg.msg_type {
+            MessageType::InferResp | MessageType::ModelLoad => self.on_slot_reply(msg),
+            MessageType::StatusResp => self.on_status(msg),
+            _ => bump(&self.counters.unexpected),
         }
     }
 
-    /// Wait for the reply to `id`; on timeout, withdraw the registration so
-    /// a late reply is discarded, unless the dispatch thread already
-    /// claimed it (then it is ours, and written in a moment).
-    fn await_reply(&self, id: u32, deadline: Deadline) -> Result<i32, ClientError> {
-        let arrived = |client: &Self| client.reply_id.load(Ordering::Acquire) == id;
-        if !self.wait_until(deadline, || arrived(self)) {
-            let withdrawn = self
-                .expect
-                .compare_exchange(id, 0, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
-            if withdrawn {
-                bump(&self.counters.timeouts);
-                return Err(ClientError::TimedOut);
+    fn on_slot_reply(&self, msg: &ValidMessage) {
+        let count = self.region.slot_count();
+        let matched = (0..count).find(|&k| {
+            let s = &self.slots[k];
+            matches!(s.state(), state::SENT | state::ABANDONED)
+                && s.id.load(Ordering::Relaxed) == msg.msg_id
+        });
+        if let Some(k) = matched {
+            let slot = &self.slots[k];
+            slot.status.store(msg.status, Ordering::Relaxed);
+            if slot.moves(state::SENT, state::DONE) {
+                bump(&self.counters.delivered);
+                slot.notify();
+                return;
             }
-            self.wait_until(Deadline::Never, || arrived(self));
-        }
-        // Ordering: the Acquire load of `reply_id` above pairs with its
-        // Release store, after which `reply_status` was written before.
-        Ok(self.reply_status.load(Ordering::Relaxed))
-    }
-
-    fn send_ping(&self, caller: &mut Caller<'r, N, D>, expect: bool) -> Result<u32, ClientError> {
-        let id = caller.sender.next_id();
-        let now = self.clock.now_us() as u32;
-        self.ping_sent_us.store(now, Ordering::Relaxed);
-        self.ping_id.store(id, Ordering::Release);
-        if expect {
-            self.expect.store(id, Ordering::Release);
-        }
-        let msg = ValidMessage {
-            timestamp_us: now,
-            ..ValidMessage::new(MessageType::StatusReq, Priority::Normal)
-        };
-        match caller.sender.send(msg) {
-            Ok(_) => {
-                bump(&self.counters.sent);
-                Ok(id)
+            if slot.moves(state::ABANDONED, state::FREE) {
+                bump(&self.counters.discarded);
+                self.notify_free();
+                return;
             }
-            Err(e) => {
-                self.ping_id.store(0, Ordering::Release);
-                if expect {
-                    self.expect.store(0, Ordering::Release);
+        }
+        // A reply from the previous life frees the slot it names.
+        if !is_after(msg.msg_id, self.boundary) {
+            if let Some(k) = self.region.slot_at(msg.payload_offset as usize) {
+                if self.slots[k].moves(state::PRESUMED, state::FREE) {
+                    self.notify_free();
                 }
-                Err(ClientError::Ipc(e))
             }
         }
+        bump(&self.counters.discarded);
     }
 
-    /// Dispatch thread: a reply naming the slot arrived. Any slot reply not
-    /// after the current owner's id hands the slot back (only one slot
-    /// request is ever outstanding).
-    fn release_on_reply(&self, id: u32) {
-        let owner = self.slot_owner.load(Ordering::Acquire);
-        if owner != SLOT_FREE && !is_after(id, owner) {
-            // Ordering: Release pairs with the Acquire load in `session`, so
-            // CPU0's output (visible to this thread through the ring's
-            // Acquire) is visible to the caller that next owns the slot.
-            let _ = self.slot_owner.compare_exchange(
-                owner,
-                SLOT_FREE,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
+    fn on_status(&self, msg: &ValidMessage) {
+        bump(&self.counters.pongs);
+        if self.ping.state() == state::SENT && self.ping.id.load(Ordering::Relaxed) == msg.msg_id {
+            self.fold_rtt();
+            self.ping.status.store(msg.status, Ordering::Relaxed);
+            if self.ping.moves(state::SENT, state::DONE) {
+                self.ping.notify();
+            }
         }
-    }
-
-    /// Dispatch thread: CPU0 reported the slot free in answer to a ping; it
-    /// proves the owner done if the ping was sent after the owner's request.
-    fn release_on_barrier(&self, id: u32) {
-        let owner = self.slot_owner.load(Ordering::Acquire);
-        if owner != SLOT_FREE && is_after(id, owner) {
-            let _ = self.slot_owner.compare_exchange(
-                owner,
-                SLOT_FREE,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
-        }
-    }
-
-    /// Dispatch thread: fold the round trip of ping `id` into the statistics.
-    fn fold_rtt(&self, id: u32) {
-        let ours = self
-            .ping_id
-            .compare_exchange(id, 0, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if !ours || id == 0 {
+        if msg.status < 0 {
             return;
         }
+        // The mask is a barrier for every slot request sent before this ping.
+        for k in 0..self.region.slot_count() {
+            let slot = &self.slots[k];
+            let (from, id) = match slot.state() {
+                state::ABANDONED => (state::ABANDONED, slot.id.load(Ordering::Relaxed)),
+                state::PRESUMED => (state::PRESUMED, self.boundary),
+                _ => continue,
+            };
+            if !mask_holds(msg.status, k)
+                && is_after(msg.msg_id, id)
+                && slot.moves(from, state::FREE)
+            {
+                bump(&self.counters.reclaimed);
+                self.notify_free();
+            }
+        }
+    }
+
+    /// Dispatch path: fold the answered ping's round trip into the statistics.
+    fn fold_rtt(&self) {
         let rtt =
             (self.clock.now_us() as u32).wrapping_sub(self.ping_sent_us.load(Ordering::Relaxed));
-        // Only this thread writes the statistics: plain load/store suffices.
+        // Only the dispatch path writes the statistics, under the receiver lock.
         let count = self.rtt_count.load(Ordering::Relaxed).wrapping_add(1);
         let min = self.rtt_min.load(Ordering::Relaxed);
         let max = self.rtt_max.load(Ordering::Relaxed);
@@ -571,211 +798,6 @@ where
         self.region.publish_rtt(words);
     }
 
-    /// Dispatch thread: hand the reply to its waiting caller if its id is
-    /// the one registered; returns whether it was delivered.
-    fn deliver(&self, msg: &ValidMessage) -> bool {
-        if msg.msg_id == 0 {
-            return false;
-        }
-        let claimed = self
-            .expect
-            .compare_exchange(msg.msg_id, 0, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if claimed {
-            self.reply_status.store(msg.status, Ordering::Relaxed);
-            // Ordering: pairs with the Acquire load in `await_reply`; the
-            // status (and the slot release before it) are visible first.
-            self.reply_id.store(msg.msg_id, Ordering::Release);
-            bump(&self.counters.delivered);
-        }
-        claimed
-    }
-}
-
-impl<'r, const N: usize, D, S, C, L> Handler for Client<'r, N, D, S, C, L>
-where
-    D: Doorbell,
-    S: Semaphore,
-    C: Clock,
-    L: LocalLock<Caller<'r, N, D>>,
-{
-    /// Runs on CPU1's dispatch thread for each reply from CPU0.
-    fn handle(&self, msg: &ValidMessage) {
-        match msg.msg_type {
-            MessageType::InferResp | MessageType::ModelLoad => {
-                self.release_on_reply(msg.msg_id);
-                if !self.deliver(msg) {
-                    bump(&self.counters.discarded);
-                }
-            }
-            MessageType::StatusResp => {
-                bump(&self.counters.pongs);
-                self.fold_rtt(msg.msg_id);
-                if msg.status == STATUS_SLOT_FREE {
-                    self.release_on_barrier(msg.msg_id);
-                }
-                self.deliver(msg);
-            }
-            _ => {
-                bump(&self.counters.unexpected);
-                return;
-            }
-        }
-        self.notify();
-    }
-}
-
-/// A caller holding the local lock and the exchange slot: stage a tensor,
-/// then make one slot request.
-pub struct Session<'c, 'r, const N: usize, D, S, C, L>
-where
-    D: Doorbell,
-    L: LocalLock<Caller<'r, N, D>> + 'c,
-{
-    client: &'c Client<'r, N, D, S, C, L>,
-    caller: L::Guard<'c>,
-}
-
-impl<'r, const N: usize, D, S, C, L> Session<'_, 'r, N, D, S, C, L>
-where
-    D: Doorbell,
-    S: Semaphore,
-    C: Clock,
-    L: LocalLock<Caller<'r, N, D>>,
-{
-    /// The exchange slot's input, 27,648 bytes of shared SRAM: render the
-    /// tensor here, in place, then call [`infer`](Self::infer).
-    pub fn infer_input(&mut self) -> &mut [u8] {
-        // SAFETY: a session exists only while this caller holds the lock
-        // and CPU1 owns the slot (`session_until` saw `slot_owner` free,
-        // and only a lock holder can make it held again); the slice borrows
-        // `self` mutably, so it is the only one and ends before `infer`
-        // hands the slot to CPU0.
-        unsafe { self.client.exchange.input_mut() }
-    }
-
-    /// Run `model` on the first `input_len` bytes of the staged input with
-    /// `priority`, wait up to `timeout` for the reply, copy the output into
-    /// `output` and return its length.
-    ///
-    /// # Errors
-    ///
-    /// [`ClientError::InvalidArgument`] for `input_len` 0 or over 27,648;
-    /// [`ClientError::Ipc`] when the ring is full; [`ClientError::TimedOut`]
-    /// (the slot then stays CPU0's until its late reply);
-    /// [`ClientError::Remote`] with CPU0's errno;
-    /// [`ClientError::OutputTooSmall`].
-    pub fn infer(
-        mut self,
-        model: ModelHandle,
-        input_len: usize,
-        output: &mut [u8],
-        priority: Priority,
-        timeout: Timeout,
-    ) -> Result<usize, ClientError> {
-        let payload_len = protocol::infer_payload_len(input_len)
-            .filter(|_| input_len > 0)
-            .ok_or(ClientError::InvalidArgument)?;
-        let client = self.client;
-        client.exchange.set_request(model.raw(), input_len as u32);
-        let deadline = client.deadline(timeout);
-        let id = self.send_slot_request(MessageType::InferReq, priority, payload_len)?;
-        let status = client.await_reply(id, deadline)?;
-        let len = client.status_to_len(status)?;
-        if len > EXCHANGE_OUTPUT_SIZE || client.slot_held() {
-            return Err(ClientError::Protocol { status });
-        }
-        if len > output.len() {
-            return Err(ClientError::OutputTooSmall {
-                needed: len,
-                actual: output.len(),
-            });
-        }
-        // SAFETY: the reply handed the slot back (the dispatch thread freed
-        // it before delivering, checked above) and this caller still holds
-        // the lock, so nobody can hand it to CPU0 again while we read.
-        let source = unsafe { client.exchange.output() };
-        output[..len].copy_from_slice(&source[..len]);
-        Ok(len)
-    }
-
-    /// Resolve `name` to a model handle on CPU0 (`MODEL_LOAD`).
-    ///
-    /// # Errors
-    ///
-    /// [`ClientError::InvalidArgument`] for an empty name, one over 31
-    /// bytes, or one containing NUL; [`ClientError::Remote`] with
-    /// `Errno::NoEnt` for an unknown (or unexported) model;
-    /// [`ClientError::TimedOut`]; [`ClientError::Ipc`].
-    pub fn model_lookup(self, name: &str, timeout: Timeout) -> Result<ModelHandle, ClientError> {
-        let deadline = self.client.deadline(timeout);
-        self.lookup_until(name, deadline)
-    }
-
-    fn lookup_until(mut self, name: &str, deadline: Deadline) -> Result<ModelHandle, ClientError> {
-        let bytes = name.as_bytes();
-        if bytes.is_empty() || bytes.len() >= MODEL_NAME_SIZE || bytes.contains(&0) {
-            return Err(ClientError::InvalidArgument);
-        }
-        let mut field = [0u8; MODEL_NAME_SIZE];
-        field[..bytes.len()].copy_from_slice(bytes);
-        let client = self.client;
-        client.exchange.set_model_name(&field);
-        let id = self.send_slot_request(
-            MessageType::ModelLoad,
-            Priority::Normal,
-            protocol::LOOKUP_PAYLOAD_LEN,
-        )?;
-        let status = client.await_reply(id, deadline)?;
-        match client.status_to_len(status)? {
-            0 => Err(ClientError::Protocol { status }),
-            raw => Ok(ModelHandle::from_raw(raw as u32)),
-        }
-    }
-
-    /// Hand the slot to CPU0 with a request: record the owner and the
-    /// awaited id before the push (the reply can only follow it).
-    fn send_slot_request(
-        &mut self,
-        msg_type: MessageType,
-        priority: Priority,
-        payload_len: u16,
-    ) -> Result<u32, ClientError> {
-        let client = self.client;
-        let sender = &mut self.caller.sender;
-        let id = sender.next_id();
-        // Ordering: both are CPU1-local; the push's Release orders them (and
-        // the slot contents) before CPU0 can see the request.
-        client.slot_owner.store(id, Ordering::Release);
-        client.expect.store(id, Ordering::Release);
-        let msg = ValidMessage {
-            payload_offset: client.region.exchange_offset() as u32,
-            payload_len,
-            timestamp_us: client.clock.now_us() as u32,
-            ..ValidMessage::new(msg_type, priority)
-        };
-        match sender.send(msg) {
-            Ok(sent) => {
-                debug_assert_eq!(sent, id);
-                bump(&client.counters.sent);
-                Ok(id)
-            }
-            Err(e) => {
-                client.expect.store(0, Ordering::Release);
-                client.slot_owner.store(SLOT_FREE, Ordering::Release);
-                Err(ClientError::Ipc(e))
-            }
-        }
-    }
-}
-
-impl<'r, const N: usize, D, S, C, L> Client<'r, N, D, S, C, L>
-where
-    D: Doorbell,
-    S: Semaphore,
-    C: Clock,
-    L: LocalLock<Caller<'r, N, D>>,
-{
     /// A reply status as a length, or the error it carries.
     fn status_to_len(&self, status: i32) -> Result<usize, ClientError> {
         if status >= 0 {
@@ -788,4 +810,211 @@ where
     }
 }
 
-const _: () = assert!(EXCHANGE_INPUT_SIZE <= u32::MAX as usize);
+/// A caller holding one exchange slot: stage a tensor, then make one slot
+/// request. Dropping an unused session frees the slot.
+pub struct Session<'c, 'r, const N: usize, D, S, C, L, Q>
+where
+    D: Doorbell,
+    S: Semaphore,
+    C: Clock,
+    L: LocalLock<Sender<'r, N, D>>,
+    Q: LocalLock<Consumer<'r, N>>,
+{
+    client: &'c Client<'r, N, D, S, C, L, Q>,
+    slot: usize,
+    exchange: Exchange<'r>,
+}
+
+impl<'r, const N: usize, D, S, C, L, Q> Session<'_, 'r, N, D, S, C, L, Q>
+where
+    D: Doorbell,
+    S: Semaphore,
+    C: Clock,
+    L: LocalLock<Sender<'r, N, D>>,
+    Q: LocalLock<Consumer<'r, N>>,
+{
+    /// The slot's index (0: the frame slot).
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// The slot's input, in shared SRAM: render the tensor here, in place,
+    /// then call [`infer`](Self::infer).
+    pub fn infer_input(&mut self) -> &mut [u8] {
+        // SAFETY: the session moved the slot FREE → STAGING, so only this
+        // caller may write it and CPU0 has no request naming it; the slice
+        // borrows `self` mutably, so it is the only one and ends before
+        // `infer` hands the slot to CPU0.
+        unsafe { self.exchange.input_mut() }
+    }
+
+    /// Run `model` on the first `input_len` bytes of the staged input with
+    /// `priority`, wait up to `timeout` ([`Wait::Auto`]) for the reply, copy
+    /// the output into `output` and return its length.
+    ///
+    /// # Errors
+    ///
+    /// As [`infer_with`](Self::infer_with).
+    pub fn infer(
+        self,
+        model: ModelHandle,
+        input_len: usize,
+        output: &mut [u8],
+        priority: Priority,
+        timeout: Timeout,
+    ) -> Result<usize, ClientError> {
+        self.infer_with(model, input_len, output, priority, Wait::Auto, timeout)
+    }
+
+    /// As [`infer`](Self::infer), waiting as `wait` says.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] for `input_len` 0 or over the slot;
+    /// [`ClientError::Ipc`] when the ring is full; [`ClientError::TimedOut`]
+    /// (the slot then stays CPU0's until its late reply);
+    /// [`ClientError::Remote`] with CPU0's errno;
+    /// [`ClientError::OutputTooSmall`].
+    pub fn infer_with(
+        mut self,
+        model: ModelHandle,
+        input_len: usize,
+        output: &mut [u8],
+        priority: Priority,
+        wait: Wait,
+        timeout: Timeout,
+    ) -> Result<usize, ClientError> {
+        let payload_len = protocol::infer_payload_len(input_len, self.exchange.input_capacity())
+            .filter(|_| input_len > 0)
+            .ok_or(ClientError::InvalidArgument)?;
+        let client = self.client;
+        let deadline = client.deadline(timeout);
+        let polled = client.polls(model, wait);
+        self.exchange.set_request(model.raw(), input_len as u32);
+        let status = self.request(
+            MessageType::InferReq,
+            priority,
+            payload_len,
+            polled,
+            deadline,
+        )?;
+        let result = client.status_to_len(status).and_then(|len| {
+            if len > self.exchange.output_capacity() {
+                return Err(ClientError::Protocol { status });
+            }
+            if len > output.len() {
+                return Err(ClientError::OutputTooSmall {
+                    needed: len,
+                    actual: output.len(),
+                });
+            }
+            // SAFETY: the reply moved the slot SENT → DONE: CPU0 handed it
+            // back, and only this caller frees it (on drop, after this read).
+            let source = unsafe { self.exchange.output() };
+            output[..len].copy_from_slice(&source[..len]);
+            Ok(len)
+        });
+        drop(self);
+        result
+    }
+
+    /// Resolve `name` to a model handle on CPU0 (`MODEL_LOAD`).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] for an empty name, one over 31
+    /// bytes, or one containing NUL; [`ClientError::Remote`] with
+    /// `Errno::NoEnt` for an unknown (or unexported) model;
+    /// [`ClientError::TimedOut`]; [`ClientError::Ipc`].
+    pub fn model_lookup(self, name: &str, timeout: Timeout) -> Result<ModelHandle, ClientError> {
+        let deadline = self.client.deadline(timeout);
+        self.lookup_until(name, deadline, Wait::Interrupt)
+    }
+
+    fn lookup_until(
+        mut self,
+        name: &str,
+        deadline: Deadline,
+        wait: Wait,
+    ) -> Result<ModelHandle, ClientError> {
+        let bytes = name.as_bytes();
+        if bytes.is_empty() || bytes.len() >= MODEL_NAME_SIZE || bytes.contains(&0) {
+            return Err(ClientError::InvalidArgument);
+        }
+        let mut field = [0u8; MODEL_NAME_SIZE];
+        field[..bytes.len()].copy_from_slice(bytes);
+        self.exchange.set_model_name(&field);
+        let polled = wait == Wait::Poll;
+        let status = self.request(
+            MessageType::ModelLoad,
+            Priority::Normal,
+            protocol::LOOKUP_PAYLOAD_LEN,
+            polled,
+            deadline,
+        )?;
+        match self.client.status_to_len(status)? {
+            0 => Err(ClientError::Protocol { status }),
+            raw => Ok(ModelHandle::from_raw(raw as u32)),
+        }
+    }
+
+    /// Hand the slot to CPU0 with a request and wait for the reply's status.
+    fn request(
+        &mut self,
+        msg_type: MessageType,
+        priority: Priority,
+        payload_len: u16,
+        polled: bool,
+        deadline: Deadline,
+    ) -> Result<i32, ClientError> {
+        let client = self.client;
+        let waiter = &client.slots[self.slot];
+        let msg = ValidMessage {
+            payload_offset: self.exchange.offset() as u32,
+            payload_len,
+            timestamp_us: client.clock.now_us() as u32,
+            status: if polled { REQUEST_FLAG_POLLED } else { 0 },
+            ..ValidMessage::new(msg_type, priority)
+        };
+        {
+            let mut sender = client.sender.lock();
+            let id = sender.next_id();
+            // Ordering: CPU1-local; the push's Release orders them (and the
+            // slot contents) before CPU0 can see the request.
+            waiter.id.store(id, Ordering::Relaxed);
+            waiter.set(state::SENT);
+            if let Err(e) = sender.send(msg) {
+                waiter.set(state::STAGING);
+                return Err(ClientError::Ipc(e));
+            }
+        }
+        bump(&client.counters.sent);
+        if !client.wait_reply(waiter, polled, deadline)
+            && waiter.moves(state::SENT, state::ABANDONED)
+        {
+            bump(&client.counters.timeouts);
+            return Err(ClientError::TimedOut);
+        }
+        // Ordering: the Acquire of the DONE state pairs with the dispatch
+        // path's AcqRel transition, after which the status was written.
+        Ok(waiter.status.load(Ordering::Relaxed))
+    }
+}
+
+impl<'r, const N: usize, D, S, C, L, Q> Drop for Session<'_, 'r, N, D, S, C, L, Q>
+where
+    D: Doorbell,
+    S: Semaphore,
+    C: Clock,
+    L: LocalLock<Sender<'r, N, D>>,
+    Q: LocalLock<Consumer<'r, N>>,
+{
+    fn drop(&mut self) {
+        let slot = &self.client.slots[self.slot];
+        // STAGING (never sent, or the push failed) or DONE (reply read):
+        // ours to free. ABANDONED stays until CPU0 is proven done.
+        if slot.moves(state::STAGING, state::FREE) || slot.moves(state::DONE, state::FREE) {
+            self.client.notify_free();
+        }
+    }
+}

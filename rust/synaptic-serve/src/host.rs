@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use synaptic_runtime::time::{Clock, Delay};
 
-use crate::client::LocalLock;
+use crate::lock::LocalLock;
 
 impl<T> LocalLock<T> for Mutex<T> {
     type Guard<'g>
@@ -26,6 +26,14 @@ impl<T> LocalLock<T> for Mutex<T> {
 
     fn lock(&self) -> MutexGuard<'_, T> {
         Mutex::lock(self).unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        match Mutex::try_lock(self) {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 }
 

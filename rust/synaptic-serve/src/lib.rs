@@ -1,10 +1,13 @@
-//! Inference as a cross-core service: the CPU0 serving layer and the CPU1
-//! client, over the shared exchange slot of ABI v1.
+//! Inference as a cross-core service: the CPU0 intake and serving layer and
+//! the CPU1 client, over the exchange slots of ABI v2.
 //!
 //! * [`region`]: the shared region as one typed view (rings, control-block
 //!   words, exchange slot); all of the crate's `unsafe` is there.
-//! * [`protocol`]: who owns the slot when, what each message's payload and
+//! * [`protocol`]: who owns a slot when, what each message's payload and
 //!   status mean, how ids are ordered.
+//! * [`intake`] (CPU0): the consumer of CPU1's requests, cheap enough for
+//!   the doorbell ISR: answers `STATUS_REQ` itself, hands slot requests to
+//!   the serving thread with one wake-up.
 //! * [`server`] (CPU0): validates every request as hostile input, runs
 //!   remote inferences through the runtime's scheduler in the same priority
 //!   space as local jobs, answers with an output length or a negative errno.
@@ -23,12 +26,16 @@ pub mod host;
 
 pub mod boot;
 pub mod client;
+pub mod intake;
+pub mod lock;
 #[cfg(synaptic_probe)]
 pub mod probe;
 pub mod protocol;
 pub mod region;
 pub mod server;
 
-pub use client::{Caller, Client, ClientError, ClientStats, LocalLock, Pong, Session};
+pub use client::{Client, ClientError, ClientStats, Pong, Session, Wait};
+pub use intake::{Intake, ReplyPort, SharedSender, SlotLedger};
+pub use lock::LocalLock;
 pub use region::{Exchange, RegionError, RttWords, SharedRegion};
 pub use server::{Completion, Disposition, Runtime, ServeError, ServeStats, Server};

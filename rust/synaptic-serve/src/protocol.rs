@@ -1,53 +1,71 @@
-//! The serving protocol on top of ABI v1: which messages name the exchange
-//! slot, what their payload fields say, what a `STATUS_RESP` reports, and
-//! how message ids are ordered.
+//! The serving protocol on top of ABI v2: which messages name an exchange
+//! slot, what their payload fields say, what a `STATUS_RESP` reports, how
+//! a requester asks for polled completion, and how message ids are ordered.
 //!
 //! # Conversation
 //!
-//! | CPU1 → CPU0 | payload | CPU0 → CPU1 reply (same `msg_id`) | reply `status` |
-//! |---|---|---|---|
-//! | `MODEL_LOAD` (name in the slot header) | slot, [`LOOKUP_PAYLOAD_LEN`] | `MODEL_LOAD` | raw model handle (> 0) or `-errno` |
-//! | `INFER_REQ` (model, `input_len`, input in the slot) | slot, [`infer_payload_len`] | `INFER_RESP` (output in the slot) | output length or `-errno` |
-//! | `STATUS_REQ` (timestamp) | none | `STATUS_RESP` (timestamp echoed) | [`STATUS_SLOT_FREE`] or [`STATUS_SLOT_HELD`] |
+//! | CPU1 → CPU0 | payload | CPU0 → CPU1 reply (same `msg_id`) | reply payload | reply `status` |
+//! |---|---|---|---|---|
+//! | `MODEL_LOAD` (name in a slot's header) | the slot, [`LOOKUP_PAYLOAD_LEN`] | `MODEL_LOAD` | the slot, 0 bytes | raw model handle (> 0) or `-errno` |
+//! | `INFER_REQ` (model, `input_len`, input in a slot) | the slot, [`infer_payload_len`] | `INFER_RESP` (output in the slot) | the slot, output length | output length or `-errno` |
+//! | `STATUS_REQ` (timestamp) | none | `STATUS_RESP` (timestamp echoed) | none | mask of the slots CPU0 holds (≥ 0) |
+//!
+//! A request's `status` word carries its flags
+//! ([`synaptic_abi::REQUEST_FLAG_POLLED`]: reply without a doorbell
+//! interrupt); unknown flag bits are refused with `-EINVAL`.
 //!
 //! # Invariants
 //!
-//! * **Slot ownership.** A request that names the slot hands it to CPU0;
-//!   the reply carrying that request's `msg_id` hands it back. CPU1 never
-//!   writes the slot in between, CPU0 never touches it outside.
-//! * **One slot request at a time.** CPU1 sends a slot request only while
-//!   it owns the slot, so at most one is ever outstanding.
-//! * **FIFO answers.** CPU0 handles requests in ring order on one thread
-//!   and answers a slot request before it reports the slot free: a
-//!   `STATUS_RESP` saying [`STATUS_SLOT_FREE`] to a `STATUS_REQ` sent after
-//!   a slot request proves CPU0 is done with that request's slot (answered,
-//!   or never accepted).
+//! * **Slot ownership moves only with messages.** A request that names slot
+//!   `i` hands it to CPU0; the reply that names slot `i` hands it back. CPU1
+//!   never writes the slot in between, CPU0 never touches it outside. No
+//!   shared word ever has a second writer.
+//! * **One request per slot.** CPU1 sends a slot request only for a slot it
+//!   owns. CPU0's intake marks the slot held when it pops the request and
+//!   refuses a second request for a held slot with `-EBUSY` without
+//!   reading the slot; the serving layer clears the mark only after pushing
+//!   the reply.
+//! * **Status is a barrier per slot.** CPU0's intake pops the ring in order
+//!   and answers a `STATUS_REQ` at once, with the mask of held slots as it
+//!   stands after every earlier request was popped. A reply is pushed before
+//!   its slot's mark is cleared, so a `STATUS_RESP` with bit `i` clear, to
+//!   a `STATUS_REQ` sent after a request on slot `i`, proves CPU0 is done
+//!   with that request's slot (answered, refused, or never accepted), and
+//!   its reply, if any, precedes the `STATUS_RESP` in the ring.
+//! * **Replies may overtake each other.** Requests on different slots are
+//!   served by priority, so a REALTIME request may be answered before an
+//!   earlier NORMAL one; replies are matched by slot and `msg_id`.
 //! * **Ids never repeat across a CPU1 restart.** CPU1 numbers its messages
 //!   from the live head of its outgoing ring ([`first_id_after_restart`]), so
 //!   a reply to a pre-restart request can never carry the id of a request
 //!   made after it.
 
-use synaptic_abi::{EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_OFFSET, EXCHANGE_INPUT_SIZE};
-
-/// `STATUS_RESP` status: CPU0 holds no request that names the slot.
-pub const STATUS_SLOT_FREE: i32 = 0;
-/// `STATUS_RESP` status: CPU0 is serving a request that names the slot.
-pub const STATUS_SLOT_HELD: i32 = 1;
+use synaptic_abi::{EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_OFFSET, MAX_EXCHANGE_SLOTS};
 
 /// `payload_len` of a `MODEL_LOAD`: the slot header, which holds the name.
 pub const LOOKUP_PAYLOAD_LEN: u16 = EXCHANGE_HEADER_SIZE as u16;
 
-const _: () = assert!(EXCHANGE_INPUT_OFFSET + EXCHANGE_INPUT_SIZE <= u16::MAX as usize);
-
-/// `payload_len` of an `INFER_REQ` with `input_len` input bytes: the header
-/// plus the input, the bytes CPU0 reads. `None` when `input_len` exceeds
-/// the slot's input capacity.
-pub const fn infer_payload_len(input_len: usize) -> Option<u16> {
-    if input_len > EXCHANGE_INPUT_SIZE {
+/// `payload_len` of an `INFER_REQ` with `input_len` input bytes in a slot of
+/// `capacity` input bytes: the header plus the input, the bytes CPU0 reads.
+/// `None` when `input_len` exceeds the capacity or the length a `u16`.
+///
+/// ```
+/// use synaptic_serve::protocol::infer_payload_len;
+/// assert_eq!(infer_payload_len(490, 4_096), Some(554));
+/// assert_eq!(infer_payload_len(27_648, 27_648), Some(27_712));
+/// assert_eq!(infer_payload_len(4_097, 4_096), None);
+/// ```
+pub const fn infer_payload_len(input_len: usize, capacity: usize) -> Option<u16> {
+    if input_len > capacity || EXCHANGE_INPUT_OFFSET + input_len > u16::MAX as usize {
         None
     } else {
         Some((EXCHANGE_INPUT_OFFSET + input_len) as u16)
     }
+}
+
+/// Whether a `STATUS_RESP` mask says CPU0 holds slot `index`.
+pub const fn mask_holds(mask: i32, index: usize) -> bool {
+    index < MAX_EXCHANGE_SLOTS && mask & (1 << index) != 0
 }
 
 /// Whether id `a` was issued after id `b` (free-running `u32` ids,

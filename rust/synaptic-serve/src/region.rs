@@ -1,17 +1,18 @@
-//! The shared region as one typed view: rings, control-block words and the
-//! exchange slot, handed out from a single base address.
+//! The shared region as one typed view: rings, control-block words, the
+//! service-time table and the exchange slots, handed out from a single base
+//! address.
 //!
 //! All of this crate's `unsafe` lives here. [`SharedRegion::from_raw`] is the
 //! one promise the platform makes (the bytes exist for `'r`, and both cores
 //! touch them only through this view, the ring crate, or their C
 //! equivalents); every accessor after that is safe, except the four that
-//! hand out the exchange slot's tensor bytes as slices, whose callers must
+//! hand out an exchange slot's tensor bytes as slices, whose callers must
 //! own the slot under the serving protocol (see [`Exchange`]).
 //!
 //! # Invariants
 //!
-//! * The region is at least [`region_size`]`::<N>()` bytes, starts on a
-//!   16-byte boundary (so the exchange slot's input is 16-byte aligned, as
+//! * The region is at least [`region_size`]`::<N>(slots)` bytes, starts on a
+//!   16-byte boundary (so every slot's input is 16-byte aligned, as
 //!   the tensor arena promises its tensors), and its size fits the control
 //!   block's `u32` word. Checked by [`SharedRegion::from_raw`].
 //! * Words the two cores share outside the rings (control block, exchange
@@ -30,10 +31,10 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use synaptic_abi::{
-    exchange_slot_offset, payload_pool_range, region_size, ring_offset, ControlBlock, Direction,
-    Errno, ExchangeHeader, LayoutError, CONTROL_BLOCK_SIZE, EXCHANGE_HEADER_SIZE,
-    EXCHANGE_INPUT_OFFSET, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE,
-    LAYOUT_VERSION, MAGIC, MODEL_NAME_SIZE, READY,
+    payload_pool_offset, payload_pool_range, region_size, ring_offset, service_times_offset,
+    ControlBlock, Direction, Errno, ExchangeHeader, GeometryError, LayoutError, SlotGeometry,
+    CONTROL_BLOCK_SIZE, EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_OFFSET, LAYOUT_VERSION, MAGIC,
+    MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE, READY, SERVICE_TIME_ENTRIES,
 };
 use synaptic_ring::Ring;
 
@@ -56,6 +57,11 @@ mod control_word {
     pub const RTT_MIN: usize = 7;
     pub const RTT_MAX: usize = 8;
     pub const RTT_COUNT: usize = 9;
+    pub const EXCHANGE_SLOTS: usize = 10;
+    pub const SMALL_INPUT: usize = 11;
+    pub const SMALL_OUTPUT: usize = 12;
+    pub const CPU1_LAYOUT_VERSION: usize = 13;
+    pub const RESERVED: usize = 14;
 }
 
 /// Word indices in the exchange header (ABI v1, see `synaptic_abi::exchange`).
@@ -80,6 +86,11 @@ const _: () = {
     assert!(offset_of!(ControlBlock, rtt_min_us) == 4 * control_word::RTT_MIN);
     assert!(offset_of!(ControlBlock, rtt_max_us) == 4 * control_word::RTT_MAX);
     assert!(offset_of!(ControlBlock, rtt_count) == 4 * control_word::RTT_COUNT);
+    assert!(offset_of!(ControlBlock, exchange_slots) == 4 * control_word::EXCHANGE_SLOTS);
+    assert!(offset_of!(ControlBlock, small_input_size) == 4 * control_word::SMALL_INPUT);
+    assert!(offset_of!(ControlBlock, small_output_size) == 4 * control_word::SMALL_OUTPUT);
+    assert!(offset_of!(ControlBlock, cpu1_layout_version) == 4 * control_word::CPU1_LAYOUT_VERSION);
+    assert!(offset_of!(ControlBlock, reserved) == 4 * control_word::RESERVED);
     assert!(offset_of!(ExchangeHeader, model) == 4 * header_word::MODEL);
     assert!(offset_of!(ExchangeHeader, model_name) == 4 * header_word::NAME);
     assert!(MODEL_NAME_SIZE == 4 * (header_word::INPUT_LEN - header_word::NAME));
@@ -105,6 +116,8 @@ pub enum RegionError {
     TooLarge(usize),
     /// The base address is not [`REGION_ALIGN`]-aligned.
     Misaligned(usize),
+    /// The slot geometry breaks its own rules.
+    Geometry(GeometryError),
     /// The control block does not describe this layout.
     Layout(LayoutError),
 }
@@ -113,7 +126,9 @@ impl RegionError {
     /// The errno at the C boundary.
     pub const fn to_errno(self) -> Errno {
         match self {
-            RegionError::TooSmall { .. } | RegionError::TooLarge(_) => Errno::Inval,
+            RegionError::TooSmall { .. } | RegionError::TooLarge(_) | RegionError::Geometry(_) => {
+                Errno::Inval
+            }
             RegionError::Misaligned(_) => Errno::Fault,
             RegionError::Layout(e) => e.errno(),
         }
@@ -143,6 +158,7 @@ pub struct RttWords {
 pub struct SharedRegion<'r, const N: usize> {
     base: NonNull<u8>,
     size: usize,
+    slots: SlotGeometry,
     region: PhantomData<&'r [AtomicU32]>,
 }
 
@@ -156,12 +172,13 @@ unsafe impl<const N: usize> Send for SharedRegion<'_, N> {}
 unsafe impl<const N: usize> Sync for SharedRegion<'_, N> {}
 
 impl<'r, const N: usize> SharedRegion<'r, N> {
-    /// The view of the region at `base`, `size` bytes.
+    /// The view of the region at `base`, `size` bytes, holding the exchange
+    /// slots of `slots`.
     ///
     /// # Errors
     ///
-    /// [`RegionError::Misaligned`], [`RegionError::TooSmall`],
-    /// [`RegionError::TooLarge`].
+    /// [`RegionError::Misaligned`], [`RegionError::Geometry`],
+    /// [`RegionError::TooSmall`], [`RegionError::TooLarge`].
     ///
     /// # Safety
     ///
@@ -171,12 +188,17 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
     ///   from this region (and on the peer only through the same crates or
     ///   their C equivalents), so the rings see only ring accesses and the
     ///   control and header words only word accesses.
-    pub unsafe fn from_raw(base: NonNull<u8>, size: usize) -> Result<Self, RegionError> {
+    pub unsafe fn from_raw(
+        base: NonNull<u8>,
+        size: usize,
+        slots: SlotGeometry,
+    ) -> Result<Self, RegionError> {
         let address = base.as_ptr() as usize;
         if address % REGION_ALIGN != 0 {
             return Err(RegionError::Misaligned(address));
         }
-        let needed = region_size::<N>();
+        slots.check().map_err(RegionError::Geometry)?;
+        let needed = region_size::<N>(slots);
         if size < needed {
             return Err(RegionError::TooSmall {
                 needed,
@@ -189,6 +211,7 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         Ok(SharedRegion {
             base,
             size,
+            slots,
             region: PhantomData,
         })
     }
@@ -196,6 +219,16 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
     /// Size of the region in bytes.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// The exchange-slot geometry.
+    pub fn slots(&self) -> SlotGeometry {
+        self.slots
+    }
+
+    /// Number of exchange slots.
+    pub fn slot_count(&self) -> usize {
+        self.slots.count as usize
     }
 
     /// The word at `offset` from the base.
@@ -217,8 +250,8 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
     }
 
     /// Write an empty region: control block published with `cpu0_ready` set,
-    /// both rings empty at index 0, exchange slot zeroed. What CPU0 does once
-    /// at boot, before it releases CPU1.
+    /// both rings empty at index 0, service-time table empty, every exchange
+    /// slot zeroed. What CPU0 does once at boot, before it releases CPU1.
     ///
     /// # Safety
     ///
@@ -232,19 +265,23 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             // contract).
             unsafe { Ring::<N>::init(ring) };
         }
-        let slot = exchange_slot_offset::<N>();
-        // SAFETY: the tensor areas of the slot lie inside the region
-        // (`from_raw` checked `size >= region_size`), and nothing else
-        // accesses them while the peer is not running (this function's
-        // contract).
-        unsafe {
-            self.base
-                .as_ptr()
-                .add(slot + EXCHANGE_INPUT_OFFSET)
-                .write_bytes(0, EXCHANGE_INPUT_SIZE + EXCHANGE_OUTPUT_SIZE);
+        for index in 0..self.slot_count() {
+            let Some(exchange) = self.exchange(index) else {
+                continue;
+            };
+            // SAFETY: nothing accesses the slots while the peer is not
+            // running (this function's contract), so this is the only
+            // slice of the slot's tensor bytes.
+            unsafe {
+                exchange.input_mut().fill(0);
+                exchange.output_mut().fill(0);
+            }
+            exchange.write_header(&ExchangeHeader::default());
         }
-        self.exchange().write_header(&ExchangeHeader::default());
-        let published = ControlBlock::published::<N>(self.size as u32);
+        for entry in 0..SERVICE_TIME_ENTRIES {
+            self.publish_service_time(entry, 0, 0);
+        }
+        let published = ControlBlock::published::<N>(self.size as u32, self.slots);
         let words = [
             (control_word::LAYOUT_VERSION, published.layout_version),
             (control_word::RING_ENTRIES, published.ring_entries),
@@ -254,11 +291,15 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             (control_word::RTT_MIN, 0),
             (control_word::RTT_MAX, 0),
             (control_word::RTT_COUNT, 0),
+            (control_word::EXCHANGE_SLOTS, published.exchange_slots),
+            (control_word::SMALL_INPUT, published.small_input_size),
+            (control_word::SMALL_OUTPUT, published.small_output_size),
+            (control_word::CPU1_LAYOUT_VERSION, 0),
         ];
         for (index, value) in words {
             self.control_word(index).store(value, Ordering::Relaxed);
         }
-        for index in control_word::RTT_COUNT + 1..CONTROL_WORDS {
+        for index in control_word::RESERVED..CONTROL_WORDS {
             self.control_word(index).store(0, Ordering::Relaxed);
         }
         // Ordering: pairs with the Acquire load in `control_block`; every
@@ -276,9 +317,9 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             .control_word(control_word::MAGIC)
             .load(Ordering::Acquire);
         let w = |i| self.control_word(i).load(Ordering::Relaxed);
-        let mut reserved = [0u32; 6];
+        let mut reserved = [0u32; 2];
         for (k, r) in reserved.iter_mut().enumerate() {
-            *r = w(control_word::RTT_COUNT + 1 + k);
+            *r = w(control_word::RESERVED + k);
         }
         ControlBlock {
             magic,
@@ -291,19 +332,32 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             rtt_min_us: w(control_word::RTT_MIN),
             rtt_max_us: w(control_word::RTT_MAX),
             rtt_count: w(control_word::RTT_COUNT),
+            exchange_slots: w(control_word::EXCHANGE_SLOTS),
+            small_input_size: w(control_word::SMALL_INPUT),
+            small_output_size: w(control_word::SMALL_OUTPUT),
+            cpu1_layout_version: w(control_word::CPU1_LAYOUT_VERSION),
             reserved,
         }
     }
 
+    /// CPU1 says which layout version it was built for (before it checks
+    /// the block), so CPU0 can report a version mismatch.
+    pub fn announce_cpu1_version(&self) {
+        // Ordering: a diagnostic word; nothing else is published with it.
+        self.control_word(control_word::CPU1_LAYOUT_VERSION)
+            .store(LAYOUT_VERSION, Ordering::Relaxed);
+    }
+
     /// Check the control block against this image's layout (magic, version,
-    /// ring entries, shared size): what a core does before attaching.
+    /// ring entries, shared size, slot geometry): what a core does before
+    /// attaching.
     ///
     /// # Errors
     ///
     /// [`RegionError::Layout`] with the first mismatch.
     pub fn check(&self) -> Result<(), RegionError> {
         self.control_block()
-            .check::<N>(self.size as u32)
+            .check::<N>(self.size as u32, self.slots)
             .map_err(RegionError::Layout)
     }
 
@@ -380,36 +434,88 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         payload_pool_range::<N>(self.size)
     }
 
-    /// Offset of the exchange slot from the region base.
-    pub fn exchange_offset(&self) -> usize {
-        exchange_slot_offset::<N>()
+    /// Offset of exchange slot `index` from the region base (`None` past
+    /// the last slot).
+    pub fn slot_offset(&self, index: usize) -> Option<usize> {
+        Some(payload_pool_offset::<N>() + self.slots.slot_offset(index)?)
     }
 
-    /// The exchange slot.
-    pub fn exchange(&self) -> Exchange<'r> {
-        let offset = exchange_slot_offset::<N>();
+    /// Which exchange slot starts at `offset` from the region base.
+    pub fn slot_at(&self, offset: usize) -> Option<usize> {
+        self.slots
+            .slot_at(offset.checked_sub(payload_pool_offset::<N>())?)
+    }
+
+    /// Exchange slot `index` (`None` past the last slot).
+    pub fn exchange(&self, index: usize) -> Option<Exchange<'r>> {
+        let offset = self.slot_offset(index)?;
+        let input_capacity = self.slots.input_capacity(index)?;
+        let output_capacity = self.slots.output_capacity(index)?;
         let header = core::array::from_fn(|i| self.word(offset + 4 * i));
-        // SAFETY: the slot lies inside the region (`size >= region_size`),
-        // so the offset stays in bounds and the pointer is non-null.
+        // SAFETY: the slot lies inside the region (`from_raw` checked `size
+        // >= region_size(slots)`, and `slot_offset` is one of `slots`'), so
+        // the offset stays in bounds and the pointer is non-null.
         let slot = unsafe { self.base.add(offset) };
-        Exchange {
+        Some(Exchange {
+            index,
+            offset,
+            input_capacity,
+            output_capacity,
             header,
             slot,
             region: PhantomData,
+        })
+    }
+
+    /// The two words of service-time entry `entry`: model, estimate.
+    fn service_time_words(&self, entry: usize) -> Option<[&'r AtomicU32; 2]> {
+        if entry >= SERVICE_TIME_ENTRIES {
+            return None;
         }
+        let offset = service_times_offset::<N>() + 8 * entry;
+        Some([self.word(offset), self.word(offset + 4)])
+    }
+
+    /// Publish CPU0's estimate for `model` in entry `entry` (CPU0 only).
+    /// The estimate is written before the model word (Release), so a
+    /// reader that matches the model reads an estimate made for it or, for
+    /// a re-keyed entry, a stale hint.
+    pub fn publish_service_time(&self, entry: usize, model: u32, service_us: u32) {
+        if let Some([model_word, estimate]) = self.service_time_words(entry) {
+            estimate.store(service_us, Ordering::Relaxed);
+            // Ordering: pairs with the Acquire load in `service_time`.
+            model_word.store(model, Ordering::Release);
+        }
+    }
+
+    /// CPU0's published estimate for `model` (raw handle), if it has one.
+    pub fn service_time(&self, model: u32) -> Option<u32> {
+        if model == 0 {
+            return None;
+        }
+        (0..SERVICE_TIME_ENTRIES).find_map(|entry| {
+            let [model_word, estimate] = self.service_time_words(entry)?;
+            // Ordering: pairs with the Release store in `publish_service_time`.
+            (model_word.load(Ordering::Acquire) == model).then(|| estimate.load(Ordering::Relaxed))
+        })
     }
 }
 
-/// The exchange slot: its header as words, its tensors as bytes.
+const _: () = assert!(MAX_EXCHANGE_SLOTS <= 32);
+
+/// One exchange slot: its header as words, its tensors as bytes.
 ///
-/// Ownership of the slot alternates under the serving protocol: CPU1 owns it
+/// Ownership of a slot alternates under the serving protocol: CPU1 owns it
 /// until it pushes a request that names it (`INFER_REQ`, `MODEL_LOAD`); CPU0
-/// owns it from then until it pushes the reply with that request's
-/// `msg_id`. Header words may be accessed at any time (they are atomic);
+/// owns it from then until it pushes the reply that names it. Header words may be accessed at any time (they are atomic);
 /// the tensor slices only by the owner, which is what the `unsafe`
 /// accessors ask of their callers.
 #[derive(Clone, Copy, Debug)]
 pub struct Exchange<'r> {
+    index: usize,
+    offset: usize,
+    input_capacity: usize,
+    output_capacity: usize,
     header: [&'r AtomicU32; HEADER_WORDS],
     slot: NonNull<u8>,
     region: PhantomData<&'r [AtomicU32]>,
@@ -423,6 +529,31 @@ unsafe impl Send for Exchange<'_> {}
 unsafe impl Sync for Exchange<'_> {}
 
 impl<'r> Exchange<'r> {
+    /// The slot's index in the pool (0: the frame slot).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The slot's offset from the region base (what messages name).
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Input capacity in bytes.
+    pub fn input_capacity(&self) -> usize {
+        self.input_capacity
+    }
+
+    /// Output capacity in bytes.
+    pub fn output_capacity(&self) -> usize {
+        self.output_capacity
+    }
+
+    /// Offset of the output area from the region base.
+    pub fn output_offset(&self) -> usize {
+        self.offset + EXCHANGE_HEADER_SIZE + self.input_capacity
+    }
+
     /// The header, each word read exactly once into a local copy: check
     /// and use the copy, never the shared words again.
     pub fn read_header(&self) -> ExchangeHeader {
@@ -503,12 +634,12 @@ impl<'r> Exchange<'r> {
     }
 
     fn bytes(&self, offset: usize) -> *mut u8 {
-        // SAFETY: `offset` is EXCHANGE_INPUT_OFFSET or EXCHANGE_OUTPUT_OFFSET,
+        // SAFETY: `offset` is the input or the output offset of this slot,
         // both inside the slot, which lies inside the region.
         unsafe { self.slot.as_ptr().add(offset) }
     }
 
-    /// The input tensor bytes (27,648), read-only.
+    /// The input tensor bytes (the slot's input capacity), read-only.
     ///
     /// # Safety
     ///
@@ -518,15 +649,15 @@ impl<'r> Exchange<'r> {
     /// protocol and writes meanwhile can change the bytes read, as a DMA
     /// engine could; no invariant of this crate rests on their values.
     pub unsafe fn input(&self) -> &'r [u8] {
-        // SAFETY: the input area is EXCHANGE_INPUT_SIZE bytes inside the
+        // SAFETY: the input area is `input_capacity` bytes inside the
         // region, valid for `'r`; exclusive use is the caller's obligation.
         unsafe {
-            core::slice::from_raw_parts(self.bytes(EXCHANGE_INPUT_OFFSET), EXCHANGE_INPUT_SIZE)
+            core::slice::from_raw_parts(self.bytes(EXCHANGE_INPUT_OFFSET), self.input_capacity)
         }
     }
 
-    /// The input tensor bytes (27,648), writable: where CPU1 renders a
-    /// tensor in place.
+    /// The input tensor bytes, writable: where CPU1 renders a tensor in
+    /// place.
     ///
     /// # Safety
     ///
@@ -536,24 +667,27 @@ impl<'r> Exchange<'r> {
     pub unsafe fn input_mut(&self) -> &'r mut [u8] {
         // SAFETY: as for `input`; uniqueness is the caller's obligation.
         unsafe {
-            core::slice::from_raw_parts_mut(self.bytes(EXCHANGE_INPUT_OFFSET), EXCHANGE_INPUT_SIZE)
+            core::slice::from_raw_parts_mut(self.bytes(EXCHANGE_INPUT_OFFSET), self.input_capacity)
         }
     }
 
-    /// The output tensor bytes (4,096), read-only.
+    /// The output tensor bytes (the slot's output capacity), read-only.
     ///
     /// # Safety
     ///
     /// As for [`input`](Self::input), for the output area.
     pub unsafe fn output(&self) -> &'r [u8] {
-        // SAFETY: the output area is EXCHANGE_OUTPUT_SIZE bytes inside the
+        // SAFETY: the output area is `output_capacity` bytes inside the
         // region, valid for `'r`; exclusive use is the caller's obligation.
         unsafe {
-            core::slice::from_raw_parts(self.bytes(EXCHANGE_OUTPUT_OFFSET), EXCHANGE_OUTPUT_SIZE)
+            core::slice::from_raw_parts(
+                self.bytes(EXCHANGE_HEADER_SIZE + self.input_capacity),
+                self.output_capacity,
+            )
         }
     }
 
-    /// The output tensor bytes (4,096), writable: where CPU0 puts a result.
+    /// The output tensor bytes, writable: where CPU0 puts a result.
     ///
     /// # Safety
     ///
@@ -563,8 +697,8 @@ impl<'r> Exchange<'r> {
         // SAFETY: as for `output`; uniqueness is the caller's obligation.
         unsafe {
             core::slice::from_raw_parts_mut(
-                self.bytes(EXCHANGE_OUTPUT_OFFSET),
-                EXCHANGE_OUTPUT_SIZE,
+                self.bytes(EXCHANGE_HEADER_SIZE + self.input_capacity),
+                self.output_capacity,
             )
         }
     }

@@ -1,42 +1,45 @@
-//! The CPU0 serving layer: answers CPU1's requests from the exchange slot,
-//! running remote inferences in the same priority space as local jobs.
+//! The CPU0 serving layer: answers CPU1's slot requests, running remote
+//! inferences in the same priority space as local jobs, up to one per
+//! exchange slot at a time.
 //!
 //! # Invariants
 //!
 //! * **The peer is untrusted.** Every request is decoded with `TryFrom`; its
-//!   payload must lie inside the payload pool and name the exchange slot;
-//!   the slot header is copied once ([`Exchange::read_header`]) and only the
-//!   copy is checked and used: `input_len <= 27_648`, the name
-//!   NUL-terminated within 32 bytes, the handle a registered (not stale),
-//!   exported model whose input size is `input_len`. A violation is answered
-//!   with a negative errno, counted in [`ServeStats::violations`], and never
-//!   panics or touches memory outside the region.
-//! * **Zero copy in.** An accepted `INFER_REQ` wraps `slot.input` as the
+//!   payload must lie inside the payload pool and start at an exchange slot;
+//!   that slot's header is copied once ([`Exchange::read_header`]) and only
+//!   the copy is checked and used: `input_len` within the slot's capacity,
+//!   the name NUL-terminated within 32 bytes, the handle a registered (not
+//!   stale), exported model whose input size is `input_len` and whose output
+//!   fits the slot. A violation is answered with a negative errno, counted
+//!   in [`ServeStats::violations`], and never panics or touches memory
+//!   outside the region.
+//! * **Zero copy in.** An accepted `INFER_REQ` wraps the slot's input as the
 //!   job's input tensor ([`TensorRef::wrap`]); the only copy is the NPU
-//!   driver's own `set_input`. The output is written once, into
-//!   `slot.output`.
-//! * **One request in the slot.** From accepting an `INFER_REQ` until
-//!   pushing its `INFER_RESP` the server holds the slot; a slot request
-//!   arriving meanwhile is answered `-EBUSY` without reading the slot. The
-//!   job is reclaimed from the scheduler (so its borrow of `slot.input`
-//!   ends) before the reply is pushed.
-//! * **Same priority space.** The job is submitted with the message's
-//!   priority class; the scheduler picks again at every stage boundary, so a
-//!   remote `RealTime` request waits at most one stage of a preemptible
-//!   local job.
-//! * **FIFO.** Requests are handled in the order given, on one thread; a
-//!   `STATUS_RESP` reports whether the slot is held (see
-//!   [`crate::protocol`]).
+//!   driver's own `set_input`. The output is written once, into the slot.
+//! * **One request per slot, K slots in flight.** From accepting a request
+//!   on slot `i` until pushing its reply the server holds slot `i`; another
+//!   request on slot `i` meanwhile is answered `-EBUSY` without reading the
+//!   slot. The job is reclaimed from the scheduler (so its borrow of the
+//!   slot's input ends) before the reply is pushed, and the slot's
+//!   [`SlotLedger`] mark is cleared only after the push.
+//! * **Same priority space.** Each job is submitted with its message's
+//!   priority class; the scheduler picks again at every stage boundary, so
+//!   a remote `RealTime` request waits at most one stage of a preemptible
+//!   job, and replies may complete out of order.
+//! * **Service-time estimates.** After each answered inference the server
+//!   folds its accept-to-reply time into a per-model running estimate
+//!   (`est += (sample - est) / 4`) and publishes it in the region's
+//!   service-time table, where CPU1 reads it to choose polling or sleeping.
 //! * Only models exported with [`Server::export`] are visible to CPU1.
 
 use core::ops::Range;
 
 use heapless::Vec;
 use synaptic_abi::{
-    Errno, ExchangeError, Message, MessageError, MessageType, Priority, ValidMessage,
-    EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE,
+    Errno, ExchangeError, Message, MessageError, MessageType, ValidMessage, EXCHANGE_HEADER_SIZE,
+    EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE, MAX_EXCHANGE_SLOTS, REQUEST_FLAGS_KNOWN,
 };
-use synaptic_ipc::{Doorbell, Inbox, Semaphore, Sender, Timeout};
+use synaptic_ipc::{Inbox, Semaphore, Timeout};
 use synaptic_runtime::arena::TensorRef;
 use synaptic_runtime::npu::NpuDevice;
 use synaptic_runtime::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
@@ -47,8 +50,9 @@ use synaptic_runtime::sched::{
 };
 use synaptic_runtime::time::Clock;
 
-use crate::protocol::{self, STATUS_SLOT_FREE, STATUS_SLOT_HELD};
-use crate::region::{Exchange, SharedRegion};
+use crate::intake::{reply_to, reply_type, wants_poll, Reply, ReplyPort, SlotLedger};
+use crate::protocol;
+use crate::region::SharedRegion;
 
 /// Default number of models a server can export.
 pub const DEFAULT_EXPORTS: usize = 8;
@@ -62,9 +66,8 @@ pub enum ServeError {
     /// The message did not decode (bad type or priority byte) (`-EBADMSG`),
     /// or its payload lies outside the payload pool (`-EFAULT`).
     Message(MessageError),
-    /// The payload is inside the pool but does not start at the exchange
-    /// slot (the only one ABI v1 has) or does not cover its header
-    /// (`-EFAULT`).
+    /// The payload does not start at an exchange slot or does not cover
+    /// its header (`-EFAULT`).
     NotExchangeSlot {
         /// The payload offset the message named.
         offset: u32,
@@ -108,6 +111,12 @@ pub enum ServeError {
     HandleOverflow,
     /// CPU0 does not serve this message type (`-ENOTSUP`).
     Unsupported(MessageType),
+    /// The request's flags word has bits this version does not define
+    /// (`-EINVAL`).
+    UnknownFlags(i32),
+    /// The serving thread's queue is full (`-EAGAIN`); cannot happen while
+    /// the inbox has an entry per slot.
+    Backlog,
 }
 
 impl ServeError {
@@ -129,6 +138,8 @@ impl ServeError {
             ServeError::Sched(e) => e.to_errno(),
             ServeError::HandleOverflow => Errno::Overflow,
             ServeError::Unsupported(_) => Errno::NotSup,
+            ServeError::UnknownFlags(_) => Errno::Inval,
+            ServeError::Backlog => Errno::Again,
         }
     }
 
@@ -137,7 +148,10 @@ impl ServeError {
     pub fn is_violation(self) -> bool {
         !matches!(
             self,
-            ServeError::Sched(_) | ServeError::HandleOverflow | ServeError::ExportsFull
+            ServeError::Sched(_)
+                | ServeError::HandleOverflow
+                | ServeError::ExportsFull
+                | ServeError::Backlog
         )
     }
 }
@@ -188,9 +202,46 @@ pub struct ServeStats {
     pub latency_total_us: u64,
     /// Largest measured latency, microseconds.
     pub latency_max_us: u64,
+    /// Slot requests the intake handed to the serving thread.
+    pub forwarded: u32,
+    /// Corrupt ring indices the intake saw (each one a resynchronisation).
+    pub corrupt: u32,
 }
 
 impl ServeStats {
+    /// The sum of two sets of counters (the intake's and the serving
+    /// layer's); the larger maximum.
+    pub fn merged(&self, other: &ServeStats) -> ServeStats {
+        let add = |a: u32, b: u32| a.wrapping_add(b);
+        ServeStats {
+            requests: add(self.requests, other.requests),
+            served: add(self.served, other.served),
+            errors: add(self.errors, other.errors),
+            violations: add(self.violations, other.violations),
+            busy: add(self.busy, other.busy),
+            lookups: add(self.lookups, other.lookups),
+            status: add(self.status, other.status),
+            ignored: add(self.ignored, other.ignored),
+            reply_failures: add(self.reply_failures, other.reply_failures),
+            timed: add(self.timed, other.timed),
+            latency_total_us: self.latency_total_us.saturating_add(other.latency_total_us),
+            latency_max_us: self.latency_max_us.max(other.latency_max_us),
+            forwarded: add(self.forwarded, other.forwarded),
+            corrupt: add(self.corrupt, other.corrupt),
+        }
+    }
+
+    /// Count a refused request.
+    pub(crate) fn count_refusal(&mut self, error: ServeError) {
+        self.errors = self.errors.wrapping_add(1);
+        if error.is_violation() {
+            self.violations = self.violations.wrapping_add(1);
+        }
+        if error == ServeError::Busy {
+            self.busy = self.busy.wrapping_add(1);
+        }
+    }
+
     /// Average inference latency in microseconds (0 before the first).
     pub fn latency_average_us(&self) -> u64 {
         self.latency_total_us
@@ -264,36 +315,37 @@ impl<Npu: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize, c
 struct Export {
     model: ModelHandle,
     pipeline: PipelineId,
+    /// Running estimate of the accept-to-reply time, µs (0: none yet).
+    estimate_us: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
-    msg_id: u32,
-    priority: Priority,
+    reply: Reply,
+    model: ModelHandle,
     job: JobId,
     accepted_us: u64,
 }
 
-/// The CPU0 serving layer for one exchange slot. `E` bounds the exported
-/// models.
-pub struct Server<'a, const E: usize = DEFAULT_EXPORTS> {
-    exchange: Exchange<'a>,
-    slot_offset: usize,
+/// The CPU0 serving layer for the exchange slots of one region. `E` bounds
+/// the exported models.
+pub struct Server<'a, const N: usize, const E: usize = DEFAULT_EXPORTS> {
+    region: SharedRegion<'a, N>,
     pool: Range<usize>,
     exports: Vec<Export, E>,
-    in_flight: Option<InFlight>,
+    in_flight: [Option<InFlight>; MAX_EXCHANGE_SLOTS],
     stats: ServeStats,
 }
 
-impl<'a, const E: usize> Server<'a, E> {
-    /// A server for the exchange slot of `region`, exporting nothing yet.
-    pub fn new<const N: usize>(region: &SharedRegion<'a, N>) -> Self {
+impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
+    /// A server for the exchange slots of `region`, exporting nothing yet.
+    pub fn new(region: &SharedRegion<'a, N>) -> Self {
+        const { assert!(E <= synaptic_abi::SERVICE_TIME_ENTRIES) };
         Server {
-            exchange: region.exchange(),
-            slot_offset: region.exchange_offset(),
+            region: *region,
             pool: region.payload_pool(),
             exports: Vec::new(),
-            in_flight: None,
+            in_flight: [None; MAX_EXCHANGE_SLOTS],
             stats: ServeStats::default(),
         }
     }
@@ -305,7 +357,7 @@ impl<'a, const E: usize> Server<'a, E> {
     /// # Errors
     ///
     /// [`ServeError::Registry`] for a bad handle; [`ServeError::ModelTooLarge`]
-    /// when the input or output does not fit the slot;
+    /// when the input or output does not fit the frame slot;
     /// [`ServeError::ExportsFull`]; [`ServeError::Pipeline`] when the pool
     /// is full or the name is taken by a different pipeline.
     pub fn export<const M: usize, const P: usize, const S: usize>(
@@ -328,7 +380,7 @@ impl<'a, const E: usize> Server<'a, E> {
                 k += 1;
             }
         }
-        if self.exported(model).is_some() {
+        if self.export_index(model).is_some() {
             return Ok(());
         }
         if self.exports.is_full() {
@@ -357,25 +409,60 @@ impl<'a, const E: usize> Server<'a, E> {
             }
         };
         self.exports
-            .push(Export { model, pipeline })
-            .map_err(|_| ServeError::ExportsFull)
+            .push(Export {
+                model,
+                pipeline,
+                estimate_us: 0,
+            })
+            .map_err(|_| ServeError::ExportsFull)?;
+        // The table row of a re-used index still names the dropped model.
+        self.publish_estimates();
+        Ok(())
     }
 
-    fn exported(&self, model: ModelHandle) -> Option<PipelineId> {
-        self.exports
-            .iter()
-            .find(|e| e.model == model)
-            .map(|e| e.pipeline)
+    fn export_index(&self, model: ModelHandle) -> Option<usize> {
+        self.exports.iter().position(|e| e.model == model)
     }
 
-    /// Whether an inference holds the slot.
+    fn publish_estimates(&self) {
+        for entry in 0..synaptic_abi::SERVICE_TIME_ENTRIES {
+            match self.exports.get(entry) {
+                Some(e) => self
+                    .region
+                    .publish_service_time(entry, e.model.raw(), e.estimate_us),
+                None => self.region.publish_service_time(entry, 0, 0),
+            }
+        }
+    }
+
+    /// CPU0's running estimate of `model`'s accept-to-reply time, µs.
+    pub fn estimate_us(&self, model: ModelHandle) -> Option<u32> {
+        let e = &self.exports[self.export_index(model)?];
+        (e.estimate_us > 0).then_some(e.estimate_us)
+    }
+
+    /// Whether an inference holds a slot.
     pub fn is_busy(&self) -> bool {
-        self.in_flight.is_some()
+        self.in_flight.iter().any(Option::is_some)
     }
 
-    /// The job of the inference in flight, if any.
+    /// Mask of the slots whose inference is in flight.
+    pub fn busy_mask(&self) -> u32 {
+        self.in_flight
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.is_some())
+            .fold(0, |mask, (k, _)| mask | 1 << k)
+    }
+
+    /// The jobs of the inferences in flight, by slot.
+    pub fn in_flight_jobs(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.in_flight.iter().flatten().map(|f| f.job)
+    }
+
+    /// The job of the first inference in flight, if any.
     pub fn in_flight_job(&self) -> Option<JobId> {
-        self.in_flight.map(|f| f.job)
+        self.in_flight_jobs().next()
     }
 
     /// Counters so far.
@@ -387,139 +474,148 @@ impl<'a, const E: usize> Server<'a, E> {
     /// [`handle_valid`](Self::handle_valid). A message whose type byte is a
     /// request but whose priority byte is not a class is answered
     /// `-EBADMSG`; one whose type byte names nothing is ignored.
-    pub fn handle<
-        Npu,
-        C,
-        Db,
-        const R: usize,
-        const M: usize,
-        const P: usize,
-        const S: usize,
-        const J: usize,
-    >(
+    pub fn handle<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
         &mut self,
         raw: Message,
         rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
-        sender: &mut Sender<'_, R, Db>,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
     ) -> Disposition
     where
         Npu: NpuDevice,
         C: Clock,
-        Db: Doorbell,
     {
         match ValidMessage::try_from(raw) {
-            Ok(msg) => self.handle_valid(&msg, rt, sender),
+            Ok(msg) => self.handle_valid(&msg, rt, replies, ledger),
             Err(error) => {
                 self.stats.requests = self.stats.requests.wrapping_add(1);
-                let reply_type = match MessageType::try_from(raw.msg_type) {
-                    Ok(MessageType::InferReq) => MessageType::InferResp,
-                    Ok(MessageType::ModelLoad) => MessageType::ModelLoad,
-                    Ok(MessageType::ModelUnload) => MessageType::ModelUnload,
-                    Ok(MessageType::StatusReq) => MessageType::StatusResp,
-                    _ => {
-                        self.stats.ignored = self.stats.ignored.wrapping_add(1);
-                        return Disposition::Ignored;
-                    }
+                let Some(reply) = MessageType::try_from(raw.msg_type)
+                    .ok()
+                    .and_then(reply_type)
+                else {
+                    self.stats.ignored = self.stats.ignored.wrapping_add(1);
+                    return Disposition::Ignored;
                 };
-                let reply = reply_to(raw.msg_id, reply_type, Priority::Normal);
-                let status = self.refuse(ServeError::Message(error), reply, rt.clock, sender);
+                let to = reply_to(raw.msg_id, reply, synaptic_abi::Priority::Normal, false);
+                let status = self.refuse(ServeError::Message(error), to, None, rt.clock, replies);
                 Disposition::Answered { status }
             }
         }
     }
 
-    /// Handle one decoded message from CPU1 (in ring order, on one thread).
-    pub fn handle_valid<
-        Npu,
-        C,
-        Db,
-        const R: usize,
-        const M: usize,
-        const P: usize,
-        const S: usize,
-        const J: usize,
-    >(
+    /// Handle one decoded message from CPU1 (normally a slot request the
+    /// intake forwarded, with its slot marked in `ledger`).
+    pub fn handle_valid<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
         &mut self,
         msg: &ValidMessage,
         rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
-        sender: &mut Sender<'_, R, Db>,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
     ) -> Disposition
     where
         Npu: NpuDevice,
         C: Clock,
-        Db: Doorbell,
     {
         self.stats.requests = self.stats.requests.wrapping_add(1);
+        let Some(reply) = reply_type(msg.msg_type) else {
+            self.stats.ignored = self.stats.ignored.wrapping_add(1);
+            return Disposition::Ignored;
+        };
+        let to = reply_to(msg.msg_id, reply, msg.priority, wants_poll(msg));
+        if msg.status & !REQUEST_FLAGS_KNOWN != 0 {
+            let status = self.refuse(
+                ServeError::UnknownFlags(msg.status),
+                to,
+                None,
+                rt.clock,
+                replies,
+            );
+            return Disposition::Answered { status };
+        }
         match msg.msg_type {
-            MessageType::InferReq => {
-                let reply = reply_to(msg.msg_id, MessageType::InferResp, msg.priority);
-                match self.accept(msg, rt) {
-                    Ok(job) => {
-                        self.in_flight = Some(InFlight {
-                            msg_id: msg.msg_id,
-                            priority: msg.priority,
+            MessageType::StatusReq => {
+                self.stats.status = self.stats.status.wrapping_add(1);
+                let status = (ledger.mask() | self.busy_mask()) as i32;
+                let answer = ValidMessage {
+                    status,
+                    timestamp_us: msg.timestamp_us,
+                    ..to.message
+                };
+                self.push(replies, answer, to.polled);
+                Disposition::Answered { status }
+            }
+            MessageType::InferReq | MessageType::ModelLoad => {
+                let slot = (msg.payload_len != 0)
+                    .then(|| self.region.slot_at(msg.payload_offset as usize))
+                    .flatten();
+                let Some(slot) = slot else {
+                    let e = ServeError::NotExchangeSlot {
+                        offset: msg.payload_offset,
+                    };
+                    let status = self.refuse(e, to, None, rt.clock, replies);
+                    return Disposition::Answered { status };
+                };
+                if self.in_flight[slot].is_some() {
+                    // The slot stays held by its earlier request.
+                    let status = self.refuse(ServeError::Busy, to, None, rt.clock, replies);
+                    return Disposition::Answered { status };
+                }
+                let outcome = if msg.msg_type == MessageType::InferReq {
+                    self.accept(msg, slot, rt).map(Ok)
+                } else {
+                    self.lookup(msg, slot, rt.registry).map(Err)
+                };
+                match outcome {
+                    Ok(Ok((job, model))) => {
+                        self.in_flight[slot] = Some(InFlight {
+                            reply: to,
+                            model,
                             job,
                             accepted_us: rt.clock.now_us(),
                         });
                         Disposition::Accepted { job }
                     }
-                    Err(e) => Disposition::Answered {
-                        status: self.refuse(e, reply, rt.clock, sender),
-                    },
-                }
-            }
-            MessageType::ModelLoad => {
-                let reply = reply_to(msg.msg_id, MessageType::ModelLoad, msg.priority);
-                match self.lookup(msg, rt.registry) {
-                    Ok(status) => {
+                    Ok(Err(status)) => {
                         self.stats.lookups = self.stats.lookups.wrapping_add(1);
-                        self.send(sender, rt.clock, ValidMessage { status, ..reply });
+                        let answer = ValidMessage {
+                            status,
+                            timestamp_us: rt.clock.now_us() as u32,
+                            ..self.slot_reply(to.message, slot, 0)
+                        };
+                        self.push(replies, answer, to.polled);
+                        ledger.release(slot);
                         Disposition::Answered { status }
                     }
-                    Err(e) => Disposition::Answered {
-                        status: self.refuse(e, reply, rt.clock, sender),
-                    },
+                    Err(e) => {
+                        let status = self.refuse(e, to, Some(slot), rt.clock, replies);
+                        ledger.release(slot);
+                        Disposition::Answered { status }
+                    }
                 }
-            }
-            MessageType::StatusReq => {
-                self.stats.status = self.stats.status.wrapping_add(1);
-                let status = if self.is_busy() {
-                    STATUS_SLOT_HELD
-                } else {
-                    STATUS_SLOT_FREE
-                };
-                let reply = ValidMessage {
-                    status,
-                    // The requester's timestamp, echoed for its round trip.
-                    timestamp_us: msg.timestamp_us,
-                    ..reply_to(msg.msg_id, MessageType::StatusResp, msg.priority)
-                };
-                self.send_stamped(sender, reply);
-                Disposition::Answered { status }
             }
             MessageType::ModelUnload => {
-                let reply = reply_to(msg.msg_id, MessageType::ModelUnload, msg.priority);
                 let e = ServeError::Unsupported(MessageType::ModelUnload);
-                Disposition::Answered {
-                    status: self.refuse(e, reply, rt.clock, sender),
-                }
+                let status = self.refuse(e, to, None, rt.clock, replies);
+                Disposition::Answered { status }
             }
-            MessageType::InferResp | MessageType::StatusResp => {
-                self.stats.ignored = self.stats.ignored.wrapping_add(1);
-                Disposition::Ignored
-            }
+            MessageType::InferResp | MessageType::StatusResp => Disposition::Ignored,
         }
     }
 
-    /// The slot range a request's payload names, checked: inside the pool,
-    /// starting at the exchange slot, exactly `expected` bytes long.
-    fn check_payload(&self, msg: &ValidMessage, expected: u16) -> Result<(), ServeError> {
-        let range = msg.payload_range(self.pool.clone())?;
-        if msg.payload_len != 0 && range.start != self.slot_offset {
-            return Err(ServeError::NotExchangeSlot {
-                offset: msg.payload_offset,
-            });
+    /// `reply` naming slot `slot` with `len` payload bytes (its output).
+    fn slot_reply(&self, reply: ValidMessage, slot: usize, len: u16) -> ValidMessage {
+        let offset = self.region.slot_offset(slot).unwrap_or(0);
+        ValidMessage {
+            payload_offset: offset as u32,
+            payload_len: len,
+            ..reply
         }
+    }
+
+    /// The request's payload, checked: inside the pool, starting at slot
+    /// `slot`, exactly `expected` bytes long.
+    fn check_payload(&self, msg: &ValidMessage, expected: u16) -> Result<(), ServeError> {
+        msg.payload_range(self.pool.clone())?;
         if msg.payload_len != expected {
             return Err(ServeError::PayloadMismatch {
                 payload_len: msg.payload_len,
@@ -529,46 +625,54 @@ impl<'a, const E: usize> Server<'a, E> {
         Ok(())
     }
 
-    /// Validate an `INFER_REQ` and submit its job.
+    /// Validate an `INFER_REQ` on slot `slot` and submit its job.
     fn accept<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
         &mut self,
         msg: &ValidMessage,
+        slot: usize,
         rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
-    ) -> Result<JobId, ServeError>
+    ) -> Result<(JobId, ModelHandle), ServeError>
     where
         C: Clock,
     {
-        if self.is_busy() {
-            return Err(ServeError::Busy);
-        }
+        let exchange = self
+            .region
+            .exchange(slot)
+            .ok_or(ServeError::NotExchangeSlot {
+                offset: msg.payload_offset,
+            })?;
         // The payload must at least cover the header before it is read.
         let range = msg.payload_range(self.pool.clone())?;
-        if range.start != self.slot_offset || range.len() < EXCHANGE_HEADER_SIZE {
+        if range.len() < EXCHANGE_HEADER_SIZE {
             return Err(ServeError::NotExchangeSlot {
                 offset: msg.payload_offset,
             });
         }
         // The one read of the header; only `header` is used from here on.
-        let header = self.exchange.read_header();
-        let input_len = header.input_len()?;
-        let expected = protocol::infer_payload_len(input_len).ok_or(ServeError::Exchange(
-            ExchangeError::InputTooLong(header.input_len),
-        ))?;
+        let header = exchange.read_header();
+        let input_len = header.input_len_within(exchange.input_capacity())?;
+        let expected = protocol::infer_payload_len(input_len, exchange.input_capacity()).ok_or(
+            ServeError::Exchange(ExchangeError::InputTooLong(header.input_len)),
+        )?;
         self.check_payload(msg, expected)?;
         let model = ModelHandle::from_raw(header.model);
         let info = rt.registry.info(model)?;
-        let pipeline = self.exported(model).ok_or(ServeError::NotExported)?;
+        let export = self.export_index(model).ok_or(ServeError::NotExported)?;
+        let pipeline = self.exports[export].pipeline;
         if info.input_size() != input_len {
             return Err(ServeError::InputSizeMismatch {
                 expected: info.input_size(),
                 actual: input_len,
             });
         }
+        if info.output_size() > exchange.output_capacity() {
+            return Err(ServeError::ModelTooLarge);
+        }
         // SAFETY: CPU1 handed the slot over with this request and takes it
         // back only with our reply; `complete` reclaims the job (ending the
         // scheduler's use of this slice) before pushing that reply, and
-        // nothing on this core writes the input area.
-        let input = unsafe { self.exchange.input() };
+        // nothing on this core writes the slot's input area.
+        let input = unsafe { exchange.input() };
         let tensor = TensorRef::wrap(info.input, &input[..input_len]).map_err(|_| {
             ServeError::InputSizeMismatch {
                 expected: info.input_size(),
@@ -583,62 +687,80 @@ impl<'a, const E: usize> Server<'a, E> {
             preemptible: true,
             callback: None,
         };
-        rt.scheduler
+        let job = rt
+            .scheduler
             .submit(request, &*rt.pipelines, rt.clock)
-            .map_err(ServeError::Sched)
+            .map_err(ServeError::Sched)?;
+        Ok((job, model))
     }
 
-    /// Resolve a `MODEL_LOAD`: the status is the raw handle.
+    /// Resolve a `MODEL_LOAD` on slot `slot`: the status is the raw handle.
     fn lookup<const M: usize>(
         &self,
         msg: &ValidMessage,
+        slot: usize,
         registry: &Registry<M>,
     ) -> Result<i32, ServeError> {
-        if self.is_busy() {
-            return Err(ServeError::Busy);
-        }
+        let exchange = self
+            .region
+            .exchange(slot)
+            .ok_or(ServeError::NotExchangeSlot {
+                offset: msg.payload_offset,
+            })?;
         self.check_payload(msg, protocol::LOOKUP_PAYLOAD_LEN)?;
         // The one read of the header.
-        let header = self.exchange.read_header();
+        let header = exchange.read_header();
         let name = header.model_name()?;
         let name = core::str::from_utf8(name).map_err(|_| ServeError::BadName)?;
         if name.is_empty() {
             return Err(ServeError::BadName);
         }
         let model = registry.find(name)?;
-        if self.exported(model).is_none() {
+        if self.export_index(model).is_none() {
             return Err(ServeError::NotExported);
         }
         i32::try_from(model.raw()).map_err(|_| ServeError::HandleOverflow)
     }
 
-    /// Answer the inference in flight if its job has finished: output into
-    /// `slot.output`, result words into the header, job reclaimed, slot
-    /// released, `INFER_RESP` pushed. Returns what was answered.
-    pub fn complete<
-        Npu,
-        C,
-        Db,
-        const R: usize,
-        const M: usize,
-        const P: usize,
-        const S: usize,
-        const J: usize,
-    >(
+    /// Answer every inference in flight whose job has finished: output into
+    /// its slot, result words into the slot header, job reclaimed, reply
+    /// pushed, slot released in `ledger`, estimate updated. Returns how many
+    /// were answered and the last one.
+    pub fn complete<C, const M: usize, const P: usize, const S: usize, const J: usize, Npu>(
         &mut self,
         rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
-        sender: &mut Sender<'_, R, Db>,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
     ) -> Option<Completion>
     where
         C: Clock,
-        Db: Doorbell,
     {
-        let flight = self.in_flight?;
+        let mut last = None;
+        for slot in 0..MAX_EXCHANGE_SLOTS {
+            if let Some(done) = self.complete_slot(slot, rt, replies, ledger) {
+                last = Some(done);
+            }
+        }
+        last
+    }
+
+    fn complete_slot<C, const M: usize, const P: usize, const S: usize, const J: usize, Npu>(
+        &mut self,
+        slot: usize,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
+    ) -> Option<Completion>
+    where
+        C: Clock,
+    {
+        let flight = self.in_flight[slot]?;
+        let exchange = self.region.exchange(slot)?;
         let result = match rt.scheduler.status(flight.job) {
             Ok(JobStatus::Done(_) | JobStatus::Failed(_)) => {
                 // SAFETY: CPU0 holds the slot until the reply below; nothing
-                // else on this core holds a slice of the output area.
-                let output = unsafe { self.exchange.output_mut() };
+                // else on this core holds a slice of its output area.
+                let output = unsafe { exchange.output_mut() };
                 rt.scheduler.get_result(flight.job, output)
             }
             Ok(JobStatus::Queued | JobStatus::Running { .. }) => return None,
@@ -647,13 +769,13 @@ impl<'a, const E: usize> Server<'a, E> {
         };
         let status = match result {
             Ok((_, len)) => {
-                self.exchange.set_result(len as u32, 0);
+                exchange.set_result(len as u32, 0);
                 self.stats.served = self.stats.served.wrapping_add(1);
                 len as i32
             }
             Err(e) => {
                 let errno = ServeError::Sched(e).to_errno().negative();
-                self.exchange.set_result(0, errno);
+                exchange.set_result(0, errno);
                 self.stats.errors = self.stats.errors.wrapping_add(1);
                 errno
             }
@@ -663,40 +785,49 @@ impl<'a, const E: usize> Server<'a, E> {
         self.stats.latency_total_us = self.stats.latency_total_us.saturating_add(latency_us);
         self.stats.latency_max_us = self.stats.latency_max_us.max(latency_us);
         // The job is reclaimed: the slot is CPU1's again once the reply is out.
-        self.in_flight = None;
-        let (payload_offset, payload_len) = if status > 0 {
-            (
-                (self.slot_offset + EXCHANGE_OUTPUT_OFFSET) as u32,
-                status as u16,
-            )
-        } else {
-            (0, 0)
-        };
+        self.in_flight[slot] = None;
+        let len = if status > 0 { status as u16 } else { 0 };
         let reply = ValidMessage {
             status,
-            payload_offset,
-            payload_len,
-            ..reply_to(flight.msg_id, MessageType::InferResp, flight.priority)
+            timestamp_us: rt.clock.now_us() as u32,
+            ..self.slot_reply(flight.reply.message, slot, len)
         };
-        self.send(sender, rt.clock, reply);
+        self.push(replies, reply, flight.reply.polled);
+        ledger.release(slot);
+        self.fold_estimate(flight.model, latency_us);
         Some(Completion {
-            msg_id: flight.msg_id,
+            msg_id: flight.reply.message.msg_id,
             status,
             latency_us,
         })
     }
 
+    fn fold_estimate(&mut self, model: ModelHandle, latency_us: u64) {
+        let Some(entry) = self.export_index(model) else {
+            return;
+        };
+        let sample = u32::try_from(latency_us).unwrap_or(u32::MAX).max(1);
+        let e = &mut self.exports[entry];
+        e.estimate_us = if e.estimate_us == 0 {
+            sample
+        } else {
+            // est += (sample - est) / 4, in integers.
+            let est = i64::from(e.estimate_us);
+            (est + (i64::from(sample) - est) / 4).clamp(1, i64::from(u32::MAX)) as u32
+        };
+        self.region
+            .publish_service_time(entry, model.raw(), e.estimate_us);
+    }
+
     /// One turn of CPU0's serving thread: take every request waiting in
-    /// `inbox`, run one scheduler step, answer a finished inference; when
+    /// `inbox`, run one scheduler step, answer finished inferences; when
     /// there was nothing to do, wait up to `idle` for a request. Returns the
     /// number of things done (0: idle).
     pub fn poll<
         Sem,
         Npu,
         C,
-        Db,
         const Q: usize,
-        const R: usize,
         const M: usize,
         const P: usize,
         const S: usize,
@@ -705,86 +836,76 @@ impl<'a, const E: usize> Server<'a, E> {
         &mut self,
         inbox: &Inbox<Sem, Q>,
         rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
-        sender: &mut Sender<'_, R, Db>,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
         idle: Timeout,
     ) -> usize
     where
         Sem: Semaphore,
         Npu: NpuDevice,
         C: Clock,
-        Db: Doorbell,
     {
         let mut work = 0;
         while let Ok(msg) = inbox.receive(Timeout::NoWait) {
-            self.handle_valid(&msg, rt, sender);
+            self.handle_valid(&msg, rt, replies, ledger);
             work += 1;
         }
         if let StepOutcome::Ran { .. } = rt.step() {
             work += 1;
+            // The next requests are validated and queued while the device
+            // result is fresh, so the scheduler always has work ready.
+            while let Ok(msg) = inbox.receive(Timeout::NoWait) {
+                self.handle_valid(&msg, rt, replies, ledger);
+                work += 1;
+            }
         }
-        if self.complete(rt, sender).is_some() {
-            work += 1;
+        for slot in 0..MAX_EXCHANGE_SLOTS {
+            if self.complete_slot(slot, rt, replies, ledger).is_some() {
+                work += 1;
+            }
         }
         if work == 0 {
             if let Ok(msg) = inbox.receive(idle) {
-                self.handle_valid(&msg, rt, sender);
+                self.handle_valid(&msg, rt, replies, ledger);
                 work += 1;
             }
         }
         work
     }
 
-    /// Count and answer a refused request; returns the status sent.
-    fn refuse<C: Clock, Db: Doorbell, const R: usize>(
+    /// Count and answer a refused request; returns the status sent. With
+    /// `slot`, the slot was accepted for this request: its header records
+    /// why, and the reply names it.
+    fn refuse<C: Clock>(
         &mut self,
         error: ServeError,
-        reply: ValidMessage,
+        to: Reply,
+        slot: Option<usize>,
         clock: &C,
-        sender: &mut Sender<'_, R, Db>,
+        replies: &impl ReplyPort,
     ) -> i32 {
-        self.stats.errors = self.stats.errors.wrapping_add(1);
-        if error.is_violation() {
-            self.stats.violations = self.stats.violations.wrapping_add(1);
-        }
-        if error == ServeError::Busy {
-            self.stats.busy = self.stats.busy.wrapping_add(1);
-        } else if reply.msg_type == MessageType::InferResp {
-            // The slot is ours until the reply: record why, for a C reader.
-            self.exchange.set_result(0, error.to_errno().negative());
-        }
+        self.stats.count_refusal(error);
         let status = error.to_errno().negative();
-        self.send(sender, clock, ValidMessage { status, ..reply });
+        let mut answer = ValidMessage {
+            status,
+            timestamp_us: clock.now_us() as u32,
+            ..to.message
+        };
+        if let Some(slot) = slot {
+            if to.message.msg_type == MessageType::InferResp {
+                if let Some(exchange) = self.region.exchange(slot) {
+                    exchange.set_result(0, status);
+                }
+            }
+            answer = self.slot_reply(answer, slot, 0);
+        }
+        self.push(replies, answer, to.polled);
         status
     }
 
-    fn send<C: Clock, Db: Doorbell, const R: usize>(
-        &mut self,
-        sender: &mut Sender<'_, R, Db>,
-        clock: &C,
-        reply: ValidMessage,
-    ) {
-        let reply = ValidMessage {
-            timestamp_us: clock.now_us() as u32,
-            ..reply
-        };
-        self.send_stamped(sender, reply);
-    }
-
-    fn send_stamped<Db: Doorbell, const R: usize>(
-        &mut self,
-        sender: &mut Sender<'_, R, Db>,
-        reply: ValidMessage,
-    ) {
-        if sender.reply(reply).is_err() {
+    fn push(&mut self, replies: &impl ReplyPort, reply: ValidMessage, polled: bool) {
+        if replies.reply(reply, polled).is_err() {
             self.stats.reply_failures = self.stats.reply_failures.wrapping_add(1);
         }
-    }
-}
-
-/// A reply of `msg_type` to request `msg_id`, no payload, status 0.
-fn reply_to(msg_id: u32, msg_type: MessageType, priority: Priority) -> ValidMessage {
-    ValidMessage {
-        msg_id,
-        ..ValidMessage::new(msg_type, priority)
     }
 }
