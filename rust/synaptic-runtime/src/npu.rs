@@ -29,6 +29,10 @@
 //!   ([`StubNpu::set_latency_us`]), consumed through the [`Delay`] time
 //!   source by [`NpuDevice::invoke`] (a fake clock simply advances) and
 //!   measured against the [`Clock`] by the asynchronous path.
+//! * **Null mode** ([`StubNpu::set_null`]), for measuring what surrounds the
+//!   device: `set_input` checks the length but copies nothing, and every
+//!   invoke outputs zeros after the same latency. The output is then a
+//!   constant, still deterministic; no work is done on the data.
 //! * **Faults** on demand: every `n`th invoke ([`StubNpu::fail_every`]), and,
 //!   when enabled with [`StubNpu::fail_on_marker`], any input whose first
 //!   byte is [`FAIL_MARKER`] (`0x7F`). A failed invoke returns
@@ -370,6 +374,7 @@ pub struct StubNpu<T, const IN: usize = DEFAULT_STUB_INPUT, const OUT: usize = D
     latency_us: u64,
     fail_every: Option<NonZeroU32>,
     fail_on_marker: bool,
+    null: bool,
     invokes: u32,
     pending: Option<Pending>,
 }
@@ -389,9 +394,15 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             latency_us: 0,
             fail_every: None,
             fail_on_marker: false,
+            null: false,
             invokes: 0,
             pending: None,
         }
+    }
+
+    /// Null mode: ignore the input (no copy, no hash) and output zeros.
+    pub fn set_null(&mut self, null: bool) {
+        self.null = null;
     }
 
     /// Sets the device time each invoke takes.
@@ -448,7 +459,11 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             return Err(NpuError::DeviceFault);
         }
         let out_len = model.output.byte_len();
-        stub_output(self.seed, model.id, input, &mut self.output[..out_len]);
+        if self.null {
+            self.output[..out_len].fill(0);
+        } else {
+            stub_output(self.seed, model.id, input, &mut self.output[..out_len]);
+        }
         self.output_valid = true;
         self.state = NpuState::Idle;
         Ok(NpuRun {
@@ -525,7 +540,9 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
                 actual: input.len(),
             });
         }
-        self.input[..expected].copy_from_slice(input);
+        if !self.null {
+            self.input[..expected].copy_from_slice(input);
+        }
         self.input_valid = true;
         Ok(())
     }
@@ -728,6 +745,23 @@ mod tests {
                 actual: 3
             })
         );
+    }
+
+    #[test]
+    fn null_mode_ignores_the_input_and_outputs_zeros() {
+        let clock = FakeClock::new(0);
+        let mut npu = ready(&clock);
+        npu.set_null(true);
+        npu.set_latency_us(40);
+        npu.set_input(&[0x55; 4]).unwrap();
+        let run = npu.invoke().unwrap();
+        assert_eq!(run.latency_us, 40);
+        assert_eq!(clock.now_us(), 40);
+        let mut out = [0xAA; 4];
+        npu.get_output(&mut out).unwrap();
+        assert_eq!(out, [0; 4]);
+        // Still checked: a wrong input length is refused.
+        assert!(npu.set_input(&[0; 3]).is_err());
     }
 
     #[test]

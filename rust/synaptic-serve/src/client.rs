@@ -27,7 +27,9 @@
 //! * **The local locks guard only sending and receiving**: reserving a slot
 //!   is lock-free, the sender lock is held for one push, and the receiver
 //!   lock for one drain of the reply ring (the dispatch thread's, or a
-//!   polling caller's with `try_lock`).
+//!   polling caller's). A poller takes the receiver lock blocking, so a
+//!   lower-priority dispatch thread caught holding it inherits the
+//!   poller's priority rather than being starved by the poll loop.
 //! * **Completion by polling or interrupt** ([`Wait`]): a polled request
 //!   asks CPU0 for no doorbell ([`REQUEST_FLAG_POLLED`]); its caller drains
 //!   the reply ring itself and pauses with the platform's `relax` (Arm
@@ -433,50 +435,53 @@ where
             return Err(ClientError::InvalidArgument);
         }
         let mut barrier_sent = false;
+        let count = self.region.slot_count();
         loop {
+            // Registered as a waiter *before* the scan: a slot freed after
+            // the scan then gives `free_wake`. (Registering after the scan
+            // loses a free that lands in between, and the caller sleeps
+            // its whole timeout, forever with `Timeout::Forever`.)
+            self.free_waiters.fetch_add(1, Ordering::SeqCst);
             // Smallest fitting slot first: the frame slot stays free for frames.
-            let mut order = [0usize; MAX_EXCHANGE_SLOTS];
-            let count = self.region.slot_count();
-            for (k, o) in order.iter_mut().enumerate().take(count) {
-                *o = count - 1 - k;
-            }
-            for &k in order.iter().take(count) {
-                if fits(k) && self.slots[k].moves(state::FREE, state::STAGING) {
-                    let exchange = self
-                        .region
-                        .exchange(k)
-                        .ok_or(ClientError::InvalidArgument)?;
-                    return Ok(Session {
-                        client: self,
-                        slot: k,
-                        exchange,
-                    });
-                }
+            let claimed = (0..count)
+                .rev()
+                .find(|&k| fits(k) && self.slots[k].moves(state::FREE, state::STAGING));
+            if let Some(k) = claimed {
+                self.free_waiters.fetch_sub(1, Ordering::SeqCst);
+                let Some(exchange) = self.region.exchange(k) else {
+                    self.slots[k].set(state::FREE);
+                    return Err(ClientError::InvalidArgument);
+                };
+                return Ok(Session {
+                    client: self,
+                    slot: k,
+                    exchange,
+                });
             }
             // A fitting slot CPU0 may still hold: ask CPU0 whether it does.
             let stuck = (0..count).any(|k| {
                 fits(k) && matches!(self.slots[k].state(), state::ABANDONED | state::PRESUMED)
             });
             if stuck && !barrier_sent {
-                barrier_sent = self.send_status(false).is_ok();
+                barrier_sent = self.send_status(false, false).is_ok();
             }
-            if !self.wait_for_free(deadline) {
+            let woke = self.wait_for_free(deadline);
+            self.free_waiters.fetch_sub(1, Ordering::SeqCst);
+            if !woke {
                 bump(&self.counters.busy);
                 return Err(ClientError::Busy);
             }
         }
     }
 
-    /// Sleep until some slot may have come free; `false` once `deadline`
-    /// has passed.
+    /// Sleep (registered in `free_waiters` by the caller) until some slot
+    /// may have come free; `false` once `deadline` has passed.
     fn wait_for_free(&self, deadline: Deadline) -> bool {
         let Some(timeout) = self.remaining(deadline) else {
             return false;
         };
-        self.free_waiters.fetch_add(1, Ordering::SeqCst);
         // Gives for earlier frees may be pending: each only causes a re-check.
         let _ = self.free_wake.take(timeout);
-        self.free_waiters.fetch_sub(1, Ordering::SeqCst);
         true
     }
 
@@ -526,7 +531,7 @@ where
         if !self.ping.moves(state::FREE, state::STAGING) {
             return Err(ClientError::Busy);
         }
-        if let Err(e) = self.send_status(true) {
+        if let Err(e) = self.send_status(true, polled) {
             self.ping.set(state::FREE);
             return Err(e);
         }
@@ -546,10 +551,11 @@ where
         })
     }
 
-    /// Push a `STATUS_REQ`; with `ping`, as the ping waiter's request.
-    fn send_status(&self, ping: bool) -> Result<u32, ClientError> {
+    /// Push a `STATUS_REQ`; with `ping`, as the ping waiter's request;
+    /// with `polled`, asking CPU0 for no doorbell (the caller drains the
+    /// reply ring itself).
+    fn send_status(&self, ping: bool, polled: bool) -> Result<u32, ClientError> {
         let now = self.clock.now_us() as u32;
-        let polled = ping && self.config.poll_threshold_us > 0;
         let msg = ValidMessage {
             timestamp_us: now,
             status: if polled { REQUEST_FLAG_POLLED } else { 0 },
@@ -668,7 +674,11 @@ where
                 if done() {
                     return true;
                 }
-                if self.poll_replies() > 0 && done() {
+                // A blocking lock, not a try: if the dispatch thread holds
+                // the ring and this caller outranks it, the kernel lends it
+                // this caller's priority (a k_mutex inherits) so it finishes
+                // delivering instead of being starved by the poll loop.
+                if self.dispatch() > 0 && done() {
                     bump(&self.counters.polled);
                     return true;
                 }

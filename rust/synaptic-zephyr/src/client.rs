@@ -1,43 +1,48 @@
 //! CPU1's side of the service on Zephyr: attach to the region CPU0
 //! published, start the dispatch thread, and hand out the client.
 //!
-//! [`attach`] checks the control block (magic, layout version, ring
-//! geometry, shared size), attaches to both rings *at their live indices*
-//! (never re-zeroing them, so a restarted CPU1 rejoins with nothing from
-//! CPU0), starts a dispatch thread that routes `INFER_RESP`, `MODEL_LOAD`
-//! and `STATUS_RESP` to the client, sets `cpu1_ready`, and sends the
-//! first `STATUS_REQ` (the handshake CPU0's boot waits for).
+//! [`attach`] announces this image's layout version, checks the control
+//! block (magic, layout version, ring geometry, shared size, exchange
+//! slots), attaches to both rings *at their live indices* (never
+//! re-zeroing them, so a restarted CPU1 rejoins with nothing from CPU0),
+//! starts a dispatch thread that drains the replies after each doorbell,
+//! sets `cpu1_ready`, and sends the first `STATUS_REQ` (the handshake
+//! CPU0's boot waits for).
 //!
-//! The client ([`ZephyrClient`]) serialises its callers with a `k_mutex`
-//! and blocks them on a `k_sem` given by the dispatch thread; it uses no
-//! floating point (this core has no FPU, and CI checks the image links no
-//! soft-float helper).
+//! The client ([`ZephyrClient`]) takes requests from any number of CPU1
+//! threads, up to one per exchange slot in flight; it sends under one
+//! `k_mutex` and drains under another, and a polling caller waits with
+//! `wfe` ([`crate::doorbell::wait_for_event`]). It uses no floating point
+//! (this core has no FPU, and CI checks the image links no soft-float
+//! helper).
 
 use static_cell::StaticCell;
 use synaptic_abi::Direction;
-use synaptic_ipc::{Dispatcher, Inbox, Timeout};
+use synaptic_ipc::{Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_serve::boot::{self, AttachError};
-use synaptic_serve::{Caller, Client, ClientError, Pong};
+use synaptic_serve::client::ClientConfig;
+use synaptic_serve::{Client, ClientError, Pong};
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
 use crate::service::{region_from_devicetree, StartError, N};
 use crate::sync::{KernelMutex, KernelSemaphore};
 
-/// The client's local lock.
-pub type ClientLock = KernelMutex<Caller<'static, N, PeerDoorbell>>;
+/// The client's sending lock.
+pub type SenderLock = KernelMutex<Sender<'static, N, PeerDoorbell>>;
+/// The client's receiving lock.
+pub type ReceiverLock = KernelMutex<Consumer<'static, N>>;
 /// The CPU1 client on Zephyr.
-pub type ZephyrClient = Client<'static, N, PeerDoorbell, KernelSemaphore, ZephyrClock, ClientLock>;
+pub type ZephyrClient =
+    Client<'static, N, PeerDoorbell, KernelSemaphore, ZephyrClock, SenderLock, ReceiverLock>;
 
-/// Messages of types without a handler (none are expected on CPU1).
-const INBOX_DEPTH: usize = 4;
 /// The dispatch thread's doorbell timeout, milliseconds.
 const DISPATCH_POLL_MS: u32 = 100;
+/// Polling threshold of the completion policy (Kconfig).
+pub const POLL_THRESHOLD_US: u32 = zephyr::kconfig::CONFIG_SYNAPTIC_POLL_THRESHOLD_US as u32;
 
 static WAKE: KernelSemaphore = KernelSemaphore::new(0, 1);
-static INBOX: Inbox<KernelSemaphore, INBOX_DEPTH> =
-    Inbox::new(KernelSemaphore::new(0, INBOX_DEPTH as u32));
 static CLIENT: StaticCell<ZephyrClient> = StaticCell::new();
 
 /// Why CPU1 could not attach.
@@ -64,6 +69,7 @@ pub enum AttachFailure {
 /// [`AttachFailure`].
 pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), AttachFailure> {
     let region = region_from_devicetree().map_err(AttachFailure::Region)?;
+    region.announce_cpu1_version();
     region
         .check()
         .map_err(|e| AttachFailure::Layout(AttachError::Region(e)))?;
@@ -81,31 +87,33 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
             Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
         )
     };
+    let config = ClientConfig {
+        poll_threshold_us: POLL_THRESHOLD_US,
+        relax: doorbell::wait_for_event,
+    };
     let client = Client::attach(
         &region,
         producer,
+        consumer,
         bell,
-        KernelSemaphore::new(0, 1),
+        || KernelSemaphore::new(0, 1),
         ZephyrClock,
+        config,
     );
     let client: &'static ZephyrClient = CLIENT
         .try_init(client)
         .ok_or(AttachFailure::AlreadyAttached)?;
-    let mut dispatcher = Dispatcher::new(consumer, &INBOX);
-    client
-        .register(&mut dispatcher)
-        .map_err(|_| AttachFailure::AlreadyAttached)?;
-    dispatch(dispatcher).start();
+    dispatch(client).start();
     boot::attach(&region).map_err(AttachFailure::Layout)?;
     let pong = client.ping(handshake).map_err(AttachFailure::Handshake)?;
     Ok((client, pong))
 }
 
 #[zephyr::thread(stack_size = 1536)]
-fn dispatch(dispatcher: Dispatcher<'static, N, KernelSemaphore, INBOX_DEPTH>) {
-    let mut dispatcher = dispatcher;
+fn dispatch(client: &'static ZephyrClient) {
     loop {
-        dispatcher.wait_and_dispatch(&WAKE, Timeout::Millis(DISPATCH_POLL_MS));
+        let _ = WAKE.take(Timeout::Millis(DISPATCH_POLL_MS));
+        client.dispatch();
     }
 }
 

@@ -10,10 +10,17 @@
 //!
 //! # Invariants
 //!
-//! * The doorbell interrupt does one thing: it gives the [`KernelSemaphore`]
-//!   passed to [`init`]. Draining the ring and running handlers happen in
-//!   the thread that takes it (`synaptic_ipc::Dispatcher::wait_and_dispatch`),
-//!   never in the ISR.
+//! * The doorbell interrupt does one short thing: it gives the
+//!   [`KernelSemaphore`] passed to [`init`] (CPU1: its dispatch thread
+//!   drains the replies), or calls the `fn()` passed to [`init_with_handler`]
+//!   (CPU0: the intake drains at most one ring's worth of requests in the
+//!   ISR, answering status requests and handing slot requests to the
+//!   serving thread).
+//! * Polled completion uses the event register instead: [`Doorbell::event`]
+//!   is `sev`, [`wait_for_event`] is `wfe`. This assumes the peer's `sev`
+//!   reaches this core's event input (the SSE-200 and the MCXN947 connect
+//!   the two cores' TXEV/RXEV); where it does not, a poller still wakes on
+//!   its next interrupt.
 //! * A doorbell carries no data and may coalesce: several rings can produce
 //!   one interrupt, and an interrupt that arrives before [`init`] is lost.
 //!   The woken thread therefore drains the ring completely and waits with a
@@ -105,6 +112,51 @@ impl Doorbell for PeerDoorbell {
             // read-modify-write, never on shared memory.
             FAILED_RINGS.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    fn event(&self) {
+        // SAFETY: `sev` only sets the event register of the cores; it
+        // touches no memory, stack or flags.
+        unsafe { core::arch::asm!("sev", options(nomem, nostack, preserves_flags)) };
+    }
+}
+
+/// Pause a polling loop until an event (the peer's `sev`) or an
+/// interrupt: `wfe`. QEMU treats it as a yield, which lets the other
+/// emulated core run.
+pub fn wait_for_event() {
+    // SAFETY: `wfe` waits for an event or interrupt and touches no memory,
+    // stack or flags; a pending event makes it return at once.
+    unsafe { core::arch::asm!("wfe", options(nomem, nostack, preserves_flags)) };
+}
+
+/// The doorbell ISR of [`init_with_handler`]: call the `fn()` in `ctx`.
+///
+/// # Safety
+///
+/// `ctx` must be a `fn()` cast to a pointer, as [`init_with_handler`]
+/// passes it.
+unsafe extern "C" fn call_from_isr(ctx: *mut c_void) {
+    // SAFETY: `init_with_handler` registered `ctx` as a `fn()` cast to a
+    // data pointer (same size on every target Zephyr supports).
+    let handler = unsafe { core::mem::transmute::<*mut c_void, fn()>(ctx) };
+    handler();
+}
+
+/// Start listening for the peer's doorbell: from now on its interrupt
+/// calls `on_ring` (in ISR context: it must not block). Returns the
+/// capability to ring the peer.
+///
+/// # Errors
+///
+/// As [`init`].
+pub fn init_with_handler(on_ring: fn()) -> Result<PeerDoorbell, DoorbellError> {
+    let ctx = on_ring as *const () as *mut c_void;
+    // SAFETY: `call_from_isr` has the C handler's signature and only turns
+    // `ctx` back into the `fn()` it came from.
+    match unsafe { syn_doorbell_init(call_from_isr, ctx) } {
+        0 => Ok(PeerDoorbell { _private: () }),
+        code => Err(DoorbellError::from_errno(code)),
     }
 }
 

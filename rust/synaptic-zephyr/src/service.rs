@@ -1,28 +1,36 @@
 //! CPU0's inference service on Zephyr: publish the shared region, start
 //! the dispatch and serving threads, boot CPU1, serve.
 //!
-//! Threads (both started by [`start`]):
+//! Where CPU1's requests go:
 //!
-//! * **dispatch** (priority [`DISPATCH_PRIORITY`]): woken by the doorbell
-//!   ISR (or a 100 ms timeout, so a lost doorbell costs latency, never a
-//!   message), it drains ring CPU1→CPU0 into the inbox, validating each
-//!   message's raw fields.
-//! * **serving** (priority [`SERVING_PRIORITY`]): owns the runtime
-//!   (registry, stub NPU, pipelines, scheduler, profiler, arena) and the
-//!   serving layer; each turn takes every waiting request, runs one
-//!   scheduler step and answers a finished inference
-//!   (`synaptic_serve::Server::poll`), so a request is noticed at every
-//!   stage boundary. It publishes counters and a snapshot for the shell
-//!   ([`crate::status`]).
+//! * **the doorbell ISR** runs the intake (`synaptic_serve::Intake`, at
+//!   most one ring's worth per interrupt): it answers `STATUS_REQ` at once
+//!   (no thread wakes), refuses malformed requests, marks the slot of each
+//!   slot request held and posts it to the serving thread's inbox (its one
+//!   wake-up);
+//! * **the serving thread** (priority [`SERVING_PRIORITY`], started by
+//!   [`start`]) owns the runtime (registry, stub NPU, pipelines,
+//!   scheduler, profiler, arena) and the serving layer; each turn takes
+//!   every waiting request, runs one scheduler step and answers every
+//!   finished inference (`synaptic_serve::Server::poll`), so up to one
+//!   request per exchange slot is in flight and a request is noticed at
+//!   every stage boundary. An idle turn (50 ms) also drains the ring, so a
+//!   lost doorbell costs latency, never a message. It publishes counters
+//!   and a snapshot for the shell ([`crate::status`]).
+//!
+//! Both push replies through one sender behind an [`IsrLock`].
 //!
 //! The runtime lives on the serving thread's stack and in two static
 //! buffers; nothing else touches it. [`start`] runs once per boot.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use static_cell::ConstStaticCell;
-use synaptic_abi::{Direction, EXCHANGE_OUTPUT_SIZE};
-use synaptic_ipc::{Dispatcher, Inbox, Semaphore, Sender, Timeout};
+use static_cell::{ConstStaticCell, StaticCell};
+use synaptic_abi::{
+    memory_map::SHARED_SIZE, region_fits, Direction, SlotGeometry, EXCHANGE_OUTPUT_SIZE,
+    MAX_EXCHANGE_SLOTS,
+};
+use synaptic_ipc::{Inbox, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{Arena, DType, Lifetime, TensorMeta, DEFAULT_SCRATCH_DEPTH};
 use synaptic_runtime::npu::{NpuDevice, StubNpu};
@@ -31,18 +39,47 @@ use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{ModelDesc, Registry};
 use synaptic_runtime::sched::Scheduler;
 use synaptic_serve::boot::{boot_cpu1, BootPlatform, BootReport, Budgets, Down, Link};
-use synaptic_serve::{Runtime, Server, SharedRegion};
+use synaptic_serve::{Intake, Runtime, ServeStats, Server, SharedRegion, SharedSender, SlotLedger};
 use zephyr::printkln;
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
 use crate::status::{ModelLine, Snapshot, SNAPSHOT, STATUS};
-use crate::sync::{KernelMutex, KernelSemaphore};
+use crate::sync::{IsrLock, KernelMutex, KernelSemaphore};
 
 /// Slots per ring (Kconfig; devicetree must agree).
 pub const N: usize = zephyr::kconfig::CONFIG_SYNAPTIC_RING_ENTRIES as usize;
-/// The shared region as CPU0 uses it.
+/// The shared region as both cores use it.
 pub type Region = SharedRegion<'static, N>;
+
+/// The exchange slots (Kconfig `SYNAPTIC_EXCHANGE_SLOTS`, `_SMALL_INPUT`,
+/// `_SMALL_OUTPUT`); both images must agree, CPU1's attach checks.
+pub const SLOTS: SlotGeometry = SlotGeometry {
+    count: zephyr::kconfig::CONFIG_SYNAPTIC_EXCHANGE_SLOTS as u32,
+    small_input: zephyr::kconfig::CONFIG_SYNAPTIC_EXCHANGE_SMALL_INPUT as u32,
+    small_output: zephyr::kconfig::CONFIG_SYNAPTIC_EXCHANGE_SMALL_OUTPUT as u32,
+};
+
+const _: () = {
+    assert!(
+        SLOTS.check().is_ok(),
+        "SYNAPTIC_EXCHANGE_SLOTS must be 1..=8 and the small slots' sizes multiples of 16"
+    );
+    assert!(
+        region_fits::<N>(SHARED_SIZE as usize, SLOTS),
+        "the rings and exchange slots do not fit the 96 KiB shared window"
+    );
+};
+
+/// CPU0's one sender to CPU1, shared by the intake (ISR) and the serving
+/// thread.
+type Replies = SharedSender<'static, N, PeerDoorbell, IsrLock<Sender<'static, N, PeerDoorbell>>>;
+
+/// What the doorbell ISR works with.
+struct Front {
+    intake: Intake<'static, N>,
+    replies: &'static Replies,
+}
 
 /// Models the service registers at most (`CONFIG_SYNAPTIC_MAX_MODELS`).
 pub const MAX_MODELS: usize = crate::status::MAX_MODELS;
@@ -54,24 +91,23 @@ const SCRATCH_SIZE: usize = zephyr::kconfig::CONFIG_SYNAPTIC_SCRATCH_SIZE as usi
 /// Every job slot's two buffers can hold the largest output the slot takes.
 const WORK_SIZE: usize = 2 * MAX_JOBS * EXCHANGE_OUTPUT_SIZE;
 
-/// Decoded requests waiting for the serving thread: a full ring twice.
-const INBOX_DEPTH: usize = 2 * N;
-/// The dispatch thread's doorbell timeout, milliseconds.
-const DISPATCH_POLL_MS: u32 = 100;
-/// How long an idle serving thread waits for a request per turn.
+/// Slot requests waiting for the serving thread: at most one per slot.
+const INBOX_DEPTH: usize = MAX_EXCHANGE_SLOTS;
+/// How long an idle serving thread waits for a request per turn (then it
+/// drains the ring itself, in case a doorbell was lost).
 const IDLE_MS: u32 = 50;
 
 /// Stack of the serving thread: the runtime lives on it (the stub NPU's
 /// device buffers, 33 KB, are most of it).
 pub const SERVING_STACK: usize = 44 * 1024;
-/// Priority of the dispatch thread (preemptible, above the serving thread).
-pub const DISPATCH_PRIORITY: i32 = 2;
 /// Priority of the serving thread.
 pub const SERVING_PRIORITY: i32 = 4;
 
-static WAKE: KernelSemaphore = KernelSemaphore::new(0, 1);
 static INBOX: Inbox<KernelSemaphore, INBOX_DEPTH> =
     Inbox::new(KernelSemaphore::new(0, INBOX_DEPTH as u32));
+static LEDGER: SlotLedger = SlotLedger::new();
+static FRONT: IsrLock<Option<Front>> = IsrLock::new(None);
+static REPLIES: StaticCell<Replies> = StaticCell::new();
 /// Given by the serving thread once its runtime is up (or failed).
 static SERVING_UP: KernelSemaphore = KernelSemaphore::new(0, 1);
 static STARTED: AtomicBool = AtomicBool::new(false);
@@ -120,7 +156,35 @@ pub fn region_from_devicetree() -> Result<Region, StartError> {
     // SAFETY: devicetree reserves this window for synaptic; it is mapped for
     // the whole program, and on this core only synaptic's views (this crate,
     // synaptic-serve, synaptic-ring) touch it.
-    unsafe { SharedRegion::from_raw(base, shared.size as usize) }.map_err(|_| StartError::NoRegion)
+    unsafe { SharedRegion::from_raw(base, shared.size as usize, SLOTS) }
+        .map_err(|_| StartError::NoRegion)
+}
+
+/// The doorbell ISR: run the intake over what CPU1 pushed.
+fn on_doorbell() {
+    drain_front();
+}
+
+/// Drain ring CPU1→CPU0 through the intake (ISR, or the serving thread
+/// after an idle turn); returns the messages popped.
+fn drain_front() -> usize {
+    use synaptic_serve::LocalLock;
+    let mut front = FRONT.lock();
+    match front.as_mut() {
+        Some(front) => front.intake.drain(&LEDGER, &INBOX, front.replies),
+        None => 0,
+    }
+}
+
+/// The intake's counters (status requests it answered, requests it
+/// refused).
+fn front_stats() -> ServeStats {
+    use synaptic_serve::LocalLock;
+    FRONT
+        .lock()
+        .as_ref()
+        .map(|f| f.intake.stats())
+        .unwrap_or_default()
 }
 
 /// The region, once [`start`] has published it.
@@ -158,13 +222,20 @@ pub fn start(
     let producer = unsafe { Producer::attach(region.ring(Direction::Cpu0ToCpu1)) };
     // SAFETY: likewise, the only consumer of ring CPU1→CPU0.
     let consumer = unsafe { Consumer::attach(region.ring(Direction::Cpu1ToCpu0)) };
-    let bell = doorbell::init(&WAKE).map_err(|_| StartError::Doorbell)?;
+    let bell = doorbell::init_with_handler(on_doorbell).map_err(|_| StartError::Doorbell)?;
     let budgets = options.budgets;
+    let replies: &'static Replies = REPLIES
+        .try_init(SharedSender::new(Sender::new(producer, bell)))
+        .ok_or(StartError::AlreadyStarted)?;
+    {
+        use synaptic_serve::LocalLock;
+        *FRONT.lock() = Some(Front {
+            intake: Intake::new(&region, consumer),
+            replies,
+        });
+    }
 
-    let dispatch_thread = dispatch(Dispatcher::new(consumer, &INBOX));
-    dispatch_thread.set_priority(DISPATCH_PRIORITY);
-    dispatch_thread.start();
-    let serving_thread = serving(region, producer, bell, options);
+    let serving_thread = serving(region, replies, options);
     serving_thread.set_priority(SERVING_PRIORITY);
     serving_thread.start();
     SERVING_UP.take(Timeout::Forever);
@@ -180,7 +251,7 @@ pub fn start(
             handshake_us: None,
         },
         Some(platform) => boot_cpu1(&region, platform, &ZephyrClock, budgets, || {
-            STATUS.status_answered() > 0
+            front_stats().status > 0
         }),
     };
     STATUS.set_boot(&report);
@@ -213,6 +284,11 @@ fn print_boot(report: &BootReport) {
         Link::Down(Down::NoStatus) => {
             printkln!("synaptic: CPU1 attached but sent no STATUS_REQ within the budget")
         }
+        Link::Down(Down::Version(v)) => printkln!(
+            "synaptic: CPU1 is built for layout version {} (this image: {}): single-core mode",
+            v,
+            synaptic_abi::LAYOUT_VERSION
+        ),
     }
 }
 
@@ -233,14 +309,6 @@ pub fn write_status(line: impl FnMut(core::fmt::Arguments<'_>)) {
     STATUS.write_view(rtt, line);
 }
 
-#[zephyr::thread(stack_size = 2048)]
-fn dispatch(dispatcher: Dispatcher<'static, N, KernelSemaphore, INBOX_DEPTH>) {
-    let mut dispatcher = dispatcher;
-    loop {
-        dispatcher.wait_and_dispatch(&WAKE, Timeout::Millis(DISPATCH_POLL_MS));
-    }
-}
-
 /// Reports a setup failure to [`start`] and parks the serving thread.
 fn setup_failed(why: &'static str) {
     SNAPSHOT.lock().setup_error = Some(why);
@@ -248,7 +316,7 @@ fn setup_failed(why: &'static str) {
 }
 
 #[zephyr::thread(stack_size = SERVING_STACK)]
-fn serving(region: Region, producer: Producer<'static, N>, bell: PeerDoorbell, options: Options) {
+fn serving(region: Region, replies: &'static Replies, options: Options) {
     let clock = ZephyrClock;
     let mut registry: Registry<MAX_MODELS> = Registry::new();
     let mut pipelines: PipelinePool<MAX_PIPELINES, MAX_STAGES> = PipelinePool::new();
@@ -271,7 +339,7 @@ fn serving(region: Region, producer: Producer<'static, N>, bell: PeerDoorbell, o
     else {
         return setup_failed("arena");
     };
-    let mut server: Server<'static> = Server::new(&region);
+    let mut server: Server<'static, N> = Server::new(&region);
     {
         let mut snapshot = SNAPSHOT.lock();
         for desc in &options.models {
@@ -308,7 +376,6 @@ fn serving(region: Region, producer: Producer<'static, N>, bell: PeerDoorbell, o
     }
     SERVING_UP.give();
 
-    let mut sender = Sender::new(producer, bell);
     let mut rt = Runtime {
         scheduler: &mut scheduler,
         registry: &mut registry,
@@ -318,9 +385,15 @@ fn serving(region: Region, producer: Producer<'static, N>, bell: PeerDoorbell, o
         profiler: Some(&mut profiler),
     };
     loop {
-        let work = server.poll(&INBOX, &mut rt, &mut sender, Timeout::Millis(IDLE_MS));
+        let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, Timeout::Millis(IDLE_MS));
+        if work == 0 {
+            // Idle for a whole turn: look at the ring in case a doorbell
+            // was lost (what it posts is served next turn).
+            work = drain_front();
+        }
+        STATUS.set_serve(&server.stats().merged(&front_stats()));
+        STATUS.set_slots(region.slot_count(), LEDGER.mask());
         if work > 0 {
-            STATUS.set_serve(&server.stats());
             let last = rt.profiler.as_ref().and_then(|p| p.last());
             if last.is_some() {
                 publish_profile(last);

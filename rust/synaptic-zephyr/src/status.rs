@@ -35,6 +35,7 @@ mod link {
     pub const NOT_READY: u32 = 5;
     pub const NO_STATUS: u32 = 6;
     pub const NO_REGION: u32 = 7;
+    pub const VERSION: u32 = 8;
 }
 
 /// Counters of CPU0's service.
@@ -52,6 +53,11 @@ pub struct ServiceStatus {
     reply_failures: AtomicU32,
     latency_avg_us: AtomicU32,
     latency_max_us: AtomicU32,
+    /// The layout version a refused CPU1 announced.
+    cpu1_version: AtomicU32,
+    /// Slots CPU0 holds now (the intake's ledger), and the slot count.
+    held_mask: AtomicU32,
+    slots: AtomicU32,
 }
 
 /// The service's counters (one per program).
@@ -77,6 +83,9 @@ impl ServiceStatus {
             reply_failures: AtomicU32::new(0),
             latency_avg_us: AtomicU32::new(0),
             latency_max_us: AtomicU32::new(0),
+            cpu1_version: AtomicU32::new(0),
+            held_mask: AtomicU32::new(0),
+            slots: AtomicU32::new(0),
         }
     }
 
@@ -92,6 +101,10 @@ impl ServiceStatus {
             Link::Down(Down::Platform(_)) => link::PLATFORM,
             Link::Down(Down::NotReady) => link::NOT_READY,
             Link::Down(Down::NoStatus) => link::NO_STATUS,
+            Link::Down(Down::Version(v)) => {
+                self.cpu1_version.store(v, Ordering::Relaxed);
+                link::VERSION
+            }
         };
         let us = |v: Option<u64>| v.map_or(NONE, saturate);
         self.ready_us.store(us(report.ready_us), Ordering::Relaxed);
@@ -105,7 +118,13 @@ impl ServiceStatus {
         self.link.store(link::NO_REGION, Ordering::Relaxed);
     }
 
-    /// Record the serving layer's counters.
+    /// Record the slot count and the mask of slots CPU0 holds.
+    pub fn set_slots(&self, count: usize, held_mask: u32) {
+        self.slots.store(count as u32, Ordering::Relaxed);
+        self.held_mask.store(held_mask, Ordering::Relaxed);
+    }
+
+    /// Record the serving layer's counters (intake and server merged).
     pub fn set_serve(&self, s: &ServeStats) {
         let words = [
             (&self.requests, s.requests),
@@ -158,6 +177,7 @@ impl ServiceStatus {
             link::PLATFORM => "DOWN (CPU1 could not be started)",
             link::NOT_READY => "DOWN (CPU1 did not attach within 100 ms)",
             link::NO_STATUS => "DOWN (no STATUS_REQ from CPU1 within 200 ms)",
+            link::VERSION => "DOWN (CPU1 built for another layout version)",
             _ => "DOWN (no shared region in devicetree)",
         }
     }
@@ -171,6 +191,13 @@ impl ServiceStatus {
     ) {
         let r = |w: &AtomicU32| w.load(Ordering::Relaxed);
         line(format_args!("link: {}", self.link_text()));
+        if r(&self.link) == link::VERSION {
+            line(format_args!(
+                "cpu1 layout version: {} (this image: {})",
+                r(&self.cpu1_version),
+                synaptic_abi::LAYOUT_VERSION
+            ));
+        }
         let us = |v: u32| -> Us { Us(v) };
         line(format_args!(
             "cpu1 boot: {} (release to cpu1_ready), handshake: {} (release to first STATUS_REQ)",
@@ -190,6 +217,11 @@ impl ServiceStatus {
             r(&self.busy),
             r(&self.latency_avg_us),
             r(&self.latency_max_us)
+        ));
+        line(format_args!(
+            "exchange slots: {}, held by CPU0 now: mask 0x{:02x}",
+            r(&self.slots),
+            r(&self.held_mask)
         ));
         if let Some((rtt, cpu0_ready, cpu1_ready)) = rtt {
             line(format_args!(

@@ -2,15 +2,17 @@
 //!
 //! `synaptic-ipc` blocks through its `Semaphore` trait; here that is a
 //! Zephyr `k_sem` (zephyr-lang-rust's `Semaphore`), whose `give` is callable
-//! from an ISR, as the doorbell interrupt needs. `synaptic-serve`'s client
-//! serialises its callers through `LocalLock`; here that is a `k_mutex`
-//! ([`KernelMutex`]).
+//! from an ISR, as the doorbell interrupt needs. `synaptic-serve` serialises
+//! callers through `LocalLock`: between threads with a `k_mutex`
+//! ([`KernelMutex`]), between threads and the doorbell ISR with a
+//! `k_spinlock` ([`IsrLock`], zephyr-lang-rust's `SpinMutex`).
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
 use synaptic_ipc::platform::{Semaphore, Timeout};
 use synaptic_serve::LocalLock;
+use zephyr::sync::{SpinMutex, SpinMutexGuard};
 use zephyr::time::{Duration, Forever, NoWait};
 
 /// A counting semaphore for `synaptic-ipc`, usable as a `static`.
@@ -81,6 +83,14 @@ impl<T> KernelMutex<T> {
             .expect("KernelMutex locked from an interrupt handler");
         KernelMutexGuard { mutex: self }
     }
+
+    /// Lock if no other thread holds the mutex now.
+    pub fn try_lock(&self) -> Option<KernelMutexGuard<'_, T>> {
+        self.lock
+            .lock(NoWait)
+            .ok()
+            .map(|()| KernelMutexGuard { mutex: self })
+    }
 }
 
 /// Access to a [`KernelMutex`]'s value; unlocks when dropped.
@@ -125,5 +135,44 @@ impl<T> LocalLock<T> for KernelMutex<T> {
 
     fn lock(&self) -> KernelMutexGuard<'_, T> {
         KernelMutex::lock(self)
+    }
+
+    fn try_lock(&self) -> Option<KernelMutexGuard<'_, T>> {
+        KernelMutex::try_lock(self)
+    }
+}
+
+/// A value shared between threads and interrupt handlers of one core,
+/// behind a `k_spinlock` (interrupts masked while held). Hold it briefly:
+/// for one ring push, one drain of a ring.
+pub struct IsrLock<T>(SpinMutex<T>);
+
+impl<T> IsrLock<T> {
+    /// A lock around `value`.
+    pub const fn new(value: T) -> Self {
+        IsrLock(SpinMutex::new(value))
+    }
+}
+
+impl<T> LocalLock<T> for IsrLock<T> {
+    type Guard<'g>
+        = SpinMutexGuard<'g, T>
+    where
+        Self: 'g;
+
+    fn new(value: T) -> Self {
+        IsrLock::new(value)
+    }
+
+    fn lock(&self) -> SpinMutexGuard<'_, T> {
+        // `SpinMutex::lock` spins and never fails (its error is `Infallible`).
+        match self.0.lock() {
+            Ok(guard) => guard,
+            Err(never) => match never {},
+        }
+    }
+
+    fn try_lock(&self) -> Option<SpinMutexGuard<'_, T>> {
+        self.0.try_lock().ok()
     }
 }

@@ -19,7 +19,9 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use synaptic_abi::region::{RING_HEAD_OFFSET, RING_TAIL_OFFSET};
-use synaptic_abi::{region_fits, ring_offset, ControlBlock, Direction, QEMU_CORTEX_M3};
+use synaptic_abi::{
+    region_fits, ring_offset, ControlBlock, Direction, SlotGeometry, QEMU_CORTEX_M3,
+};
 use synaptic_ring::{Consumer, Producer, Ring};
 use synaptic_zephyr::ztest::Failure;
 
@@ -31,7 +33,10 @@ pub type TestRing = Ring<N>;
 /// Size of the region: the test map's whole shared window.
 pub const REGION_SIZE: usize = QEMU_CORTEX_M3.shared_size as usize;
 
-const _: () = assert!(region_fits::<N>(REGION_SIZE));
+/// The single-core map's window holds the frame slot alone.
+pub const SLOTS: SlotGeometry = SlotGeometry::SINGLE;
+
+const _: () = assert!(region_fits::<N>(REGION_SIZE, SLOTS));
 
 #[repr(C, align(64))]
 struct SharedRegion(UnsafeCell<[u8; REGION_SIZE]>);
@@ -74,7 +79,7 @@ impl RegionLease {
             what: "static region at address 0",
         })?;
         let lease = RegionLease { base };
-        let block = ControlBlock::published::<N>(QEMU_CORTEX_M3.shared_size);
+        let block = ControlBlock::published::<N>(QEMU_CORTEX_M3.shared_size, SLOTS);
         // SAFETY: the lease is exclusive; offset 0 of the 64-byte aligned
         // region holds the 64-byte control block.
         unsafe {

@@ -8,7 +8,7 @@ use synaptic_abi::region::{RingHeader, RING_HEAD_OFFSET, RING_SLOTS_OFFSET, RING
 use synaptic_abi::{
     exchange_slot_offset, payload_pool_offset, payload_pool_range, region_fits, region_size,
     ring_offset, ring_size, ControlBlock, Core, Direction, Errno, ExchangeHeader, ExchangeSlot,
-    MemoryMap, Message, MessageType, AN521, CONTROL_BLOCK_SIZE, EXCHANGE_HEADER_SIZE,
+    MemoryMap, Message, MessageType, SlotGeometry, AN521, CONTROL_BLOCK_SIZE, EXCHANGE_HEADER_SIZE,
     EXCHANGE_INPUT_OFFSET, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE,
     EXCHANGE_SLOT_SIZE, MAGIC, MCXN947, MSG_SIZE, MSG_TYPE_COUNT, QEMU_CORTEX_M3,
 };
@@ -19,7 +19,7 @@ use synaptic_zephyr::{zassert, zassert_eq, ztest_suite};
 use zephyr::raw;
 
 use crate::bench::ring_cost_benchmark;
-use crate::region::{ring_word, store_index, IndexWord, RegionLease, TestRing, REGION_SIZE};
+use crate::region::{ring_word, store_index, IndexWord, RegionLease, TestRing, REGION_SIZE, SLOTS};
 use crate::traffic::{expect_message, message_for, Traffic};
 use crate::N;
 
@@ -81,7 +81,7 @@ fn expect_index_words(ring: &TestRing, head: u32, tail: u32) -> Outcome {
 fn expect_live_layout(lease: &mut RegionLease) -> Outcome {
     let block = lease.control_block();
     zassert!(
-        block.check::<N>(REGION_SIZE as u32).is_ok(),
+        block.check::<N>(REGION_SIZE as u32, SLOTS).is_ok(),
         "published control block does not check"
     );
     zassert_eq!(block.magic, MAGIC);
@@ -118,10 +118,11 @@ fn region_layout() -> Outcome {
     zassert_eq!(size_of::<TestRing>(), ring_bytes);
     zassert_eq!(ring_offset::<N>(Direction::Cpu0ToCpu1), 64);
     zassert_eq!(ring_offset::<N>(Direction::Cpu1ToCpu0), 64 + ring_bytes);
-    zassert_eq!(payload_pool_offset::<N>(), 64 + 2 * ring_bytes);
+    // ABI v2: the 128-byte service-time table sits between rings and pool.
+    zassert_eq!(payload_pool_offset::<N>(), 64 + 2 * ring_bytes + 128);
     zassert_eq!(exchange_slot_offset::<N>(), payload_pool_offset::<N>());
     let pool = payload_pool_range::<N>(REGION_SIZE);
-    zassert_eq!(pool.start, 64 + 2 * ring_bytes);
+    zassert_eq!(pool.start, 64 + 2 * ring_bytes + 128);
     zassert_eq!(pool.end, REGION_SIZE);
 
     zassert_eq!(EXCHANGE_HEADER_SIZE, 64);
@@ -134,9 +135,12 @@ fn region_layout() -> Outcome {
     zassert_eq!(EXCHANGE_OUTPUT_OFFSET, 64 + 27_648);
     zassert_eq!(size_of::<ExchangeSlot>(), EXCHANGE_SLOT_SIZE);
     zassert_eq!(EXCHANGE_SLOT_SIZE, 64 + 27_648 + 4_096);
-    zassert_eq!(region_size::<N>(), 64 + 2 * ring_bytes + EXCHANGE_SLOT_SIZE);
+    zassert_eq!(
+        region_size::<N>(SLOTS),
+        64 + 2 * ring_bytes + 128 + EXCHANGE_SLOT_SIZE
+    );
     zassert!(
-        region_size::<N>() <= REGION_SIZE,
+        region_size::<N>(SLOTS) <= REGION_SIZE,
         "region overflows the window"
     );
 
@@ -174,8 +178,11 @@ fn expect_dual_core_map(map: &MemoryMap) -> Outcome {
     zassert_eq!(map.shared_base_for(Core::Cpu1), map.shared_base);
     // The boot vector is in CPU1's own lens: never the secure alias.
     zassert_eq!(map.cpu1_image_base & SECURE_ALIAS, 0);
-    zassert!(region_fits::<N>(map.shared_size as usize));
-    zassert!(region_size::<N>() <= map.shared_size as usize);
+    zassert!(region_fits::<N>(
+        map.shared_size as usize,
+        SlotGeometry::DEFAULT
+    ));
+    zassert!(region_size::<N>(SlotGeometry::DEFAULT) <= map.shared_size as usize);
     Ok(())
 }
 
@@ -205,7 +212,7 @@ fn memory_map_tiling() -> Outcome {
     zassert!(!QEMU_CORTEX_M3.is_dual_core());
     zassert!(QEMU_CORTEX_M3.tiles());
     zassert_eq!(REGION_SIZE, QEMU_CORTEX_M3.shared_size as usize);
-    zassert!(region_fits::<N>(REGION_SIZE));
+    zassert!(region_fits::<N>(REGION_SIZE, SLOTS));
     Ok(())
 }
 
@@ -412,7 +419,10 @@ fn corrupt_index_is_rejected() -> Outcome {
     expect_hostile_indices_rejected(&mut lease)?;
     // Nothing outside the ring was touched.
     zassert!(
-        lease.control_block().check::<N>(REGION_SIZE as u32).is_ok(),
+        lease
+            .control_block()
+            .check::<N>(REGION_SIZE as u32, SLOTS)
+            .is_ok(),
         "the control block changed"
     );
     Ok(())

@@ -1,6 +1,6 @@
 //! dual_model, CPU1: attach to CPU0's service, look both models up by name,
 //! and alternate requests at the 20 Hz sensor cadence, rendering each
-//! camera frame or MFCC window straight into the shared exchange slot
+//! camera frame or MFCC window straight into a shared exchange slot
 //! (no private copy: a 96x96x3 frame would not fit twice in 64 KB). A 1 Hz
 //! `STATUS_REQ` heartbeat measures the round trip, which the client
 //! publishes in the control block for CPU0's `syn ipc status`.
@@ -47,9 +47,16 @@ extern "C" fn rust_main() {
         let started = uptime_ms();
         // Errors are counted by both sides (CPU0's status view shows them);
         // the cadence goes on regardless.
-        if let Ok(mut session) = client.session(TIMEOUT) {
+        // Frames take the frame slot; an MFCC window the smallest free slot.
+        let frame = seq.is_multiple_of(2);
+        let reserved = if frame {
+            client.session(TIMEOUT)
+        } else {
+            client.reserve(kws_len, TIMEOUT)
+        };
+        if let Ok(mut session) = reserved {
             let input = session.infer_input();
-            let _ = if seq.is_multiple_of(2) {
+            let _ = if frame {
                 models::render_frame(seq / 2, &mut input[..face_len]);
                 session.infer(face, face_len, &mut output, Priority::RealTime, TIMEOUT)
             } else {

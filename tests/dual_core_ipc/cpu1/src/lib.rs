@@ -126,7 +126,9 @@ fn run(
     {
         return Err(Failure::NotPublished);
     }
-    region.control_block().check::<N>(region.size())?;
+    region
+        .control_block()
+        .check::<N>(region.size(), synaptic_abi::SlotGeometry::DEFAULT)?;
 
     // SAFETY: CPU1 is the only producer of ring CPU1→CPU0 (CPU0 only consumes
     // it), and this is the only handle on this core.

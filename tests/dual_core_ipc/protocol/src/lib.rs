@@ -15,7 +15,7 @@
 //! # CPU1's report
 //!
 //! CPU1 has no console. It writes its counts into a [`Cpu1Report`] in the
-//! payload pool, right after the exchange slot ([`report_offset`]), and its
+//! payload pool, right after the exchange slots ([`report_offset`]), and its
 //! ping-pong round-trip times into the control block's four `rtt_*` words,
 //! as the ABI intends. CPU0 zeroes both before it releases CPU1 and reads
 //! them once [`Cpu1Report::done`] says [`REPORT_DONE`].
@@ -388,9 +388,9 @@ impl Default for WakeTally {
 }
 
 /// Offset of the [`Cpu1Report`]: the first 64-byte boundary after the
-/// exchange slot, inside the payload pool.
+/// default exchange slots, inside the payload pool.
 pub const fn report_offset<const N: usize>() -> usize {
-    (region_size::<N>() + 63) & !63
+    (region_size::<N>(synaptic_abi::SlotGeometry::DEFAULT) + 63) & !63
 }
 
 /// One of the control block's words that the cores write at run time.
@@ -483,7 +483,7 @@ impl<const N: usize> Region<N> {
     ///
     /// CPU1 is not running and no ring handle exists on this core.
     pub unsafe fn initialise(&self) {
-        let block = ControlBlock::published::<N>(self.size);
+        let block = ControlBlock::published::<N>(self.size, synaptic_abi::SlotGeometry::DEFAULT);
         // SAFETY: `new` checked that the region holds the control block at
         // its (64-byte aligned) base; CPU1 is not running, so nothing else
         // reads or writes it now.
@@ -534,7 +534,7 @@ impl<const N: usize> Region<N> {
 }
 
 const _: () = {
-    assert!(report_offset::<16>() == 32_768);
+    assert!(report_offset::<16>() == 48_448);
     assert!(size_of::<Cpu1Report>() == 44);
     assert!(PING_PONG_MESSAGES + BURST_MESSAGES >= 10_000);
     assert!(burst_size(15, 16, 100) == 16);

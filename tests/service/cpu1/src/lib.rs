@@ -2,14 +2,18 @@
 //! through the shared region (CPU1 has no console).
 //!
 //! First life: attach (handshake), look both models up, a 10,000-serve
-//! alternating soak with every output checked against the stub NPU's
-//! reference function, a request staged with the NPU's failure marker
+//! alternating soak from [`SOAK_THREADS`] threads at once (so all exchange
+//! slots are in flight, REALTIME and NORMAL mixed) with every output
+//! checked against the stub NPU's reference function, a request staged
+//! with the NPU's failure marker
 //! (must come back `-EIO`), a request that times out (`-ETIMEDOUT`) and
 //! the request after it (must wait for the late reply, then succeed), then
 //! one more request left in flight and a restart of CPU1 in place.
 //! Second life: rejoin the live rings, handshake, 100 checked serves; the
 //! pre-restart reply must be discarded, never delivered.
 #![no_std]
+
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use service_test_protocol::{self as p, Report, Stop, Word};
 use synaptic_abi::Priority;
@@ -20,6 +24,15 @@ use synaptic_zephyr::client::{self, ZephyrClient};
 
 const TIMEOUT: Timeout = Timeout::Millis(500);
 
+/// Threads of the soak: the main thread and `SOAK_THREADS - 1` workers.
+const SOAK_THREADS: u32 = 4;
+
+/// The soak's tallies, summed over its threads (CPU1's own RAM).
+static SOAK_OK: AtomicU32 = AtomicU32::new(0);
+static SOAK_WRONG: AtomicU32 = AtomicU32::new(0);
+static SOAK_ERRORS: AtomicU32 = AtomicU32::new(0);
+static SOAK_DONE: AtomicU32 = AtomicU32::new(0);
+
 /// A model and its sizes.
 #[derive(Clone, Copy)]
 struct Model {
@@ -29,15 +42,21 @@ struct Model {
 }
 
 /// Stage request `seq` for `model`, infer, check the output. `marker`
-/// stages the stub NPU's failure marker first.
+/// stages the stub NPU's failure marker first; `frame` uses the frame slot
+/// (the single-request API) instead of the smallest free slot that fits.
 fn serve(
     client: &ZephyrClient,
     model: Model,
     seq: u32,
     marker: bool,
+    frame: bool,
     timeout: Timeout,
 ) -> Result<bool, ClientError> {
-    let mut session = client.session(TIMEOUT)?;
+    let mut session = if frame {
+        client.session(TIMEOUT)?
+    } else {
+        client.reserve(model.input, TIMEOUT)?
+    };
     let input = &mut session.infer_input()[..model.input];
     p::fill(seq, input);
     if marker {
@@ -105,34 +124,66 @@ extern "C" fn rust_main() {
     }
 }
 
-fn first_life(client: &ZephyrClient, report: &Report, models: [Model; 2]) {
-    let (mut ok, mut wrong, mut errors) = (0, 0, 0);
-    for seq in 0..p::SOAK {
-        match serve(client, models[(seq % 2) as usize], seq, false, TIMEOUT) {
-            Ok(true) => ok += 1,
-            Ok(false) => wrong += 1,
-            Err(_) => errors += 1,
-        }
-        // A heartbeat now and then: CPU0's MPU self test watches it advance.
-        if seq.is_multiple_of(100) {
+/// Serve every `SOAK_THREADS`-th request of the soak from `first` on,
+/// adding to the tallies.
+fn soak_share(client: &ZephyrClient, models: [Model; 2], first: u32) {
+    let mut seq = first;
+    while seq < p::SOAK {
+        let counter = match serve(
+            client,
+            models[(seq % 2) as usize],
+            seq,
+            false,
+            false,
+            TIMEOUT,
+        ) {
+            Ok(true) => &SOAK_OK,
+            Ok(false) => &SOAK_WRONG,
+            Err(_) => &SOAK_ERRORS,
+        };
+        // Ordering: tallies; the `SOAK_DONE` Release publishes them.
+        counter.fetch_add(1, Ordering::Relaxed);
+        // A heartbeat now and then from the main thread: CPU0's MPU self
+        // test watches the status count advance.
+        if first == 0 && seq.is_multiple_of(100) {
             let _ = client.ping(TIMEOUT);
         }
+        seq += SOAK_THREADS;
     }
-    report.set(Word::SoakOk, ok);
-    report.set(Word::SoakWrong, wrong);
-    report.set(Word::SoakErrors, errors);
+    SOAK_DONE.fetch_add(1, Ordering::Release);
+}
 
-    let failed = serve(client, models[1], 1, true, TIMEOUT);
+#[zephyr::thread(stack_size = 1536, pool_size = 3)]
+fn soak_worker(client: &'static ZephyrClient, models: [Model; 2], first: u32) {
+    soak_share(client, models, first);
+}
+
+fn first_life(client: &'static ZephyrClient, report: &Report, models: [Model; 2]) {
+    for first in 1..SOAK_THREADS {
+        soak_worker(client, models, first).start();
+    }
+    soak_share(client, models, 0);
+    // Wait for the workers, with the heartbeat going on.
+    while SOAK_DONE.load(Ordering::Acquire) < SOAK_THREADS {
+        let _ = client.ping(TIMEOUT);
+        zephyr::time::sleep(zephyr::time::Duration::millis_at_least(10));
+    }
+    report.set(Word::SoakOk, SOAK_OK.load(Ordering::Relaxed));
+    report.set(Word::SoakWrong, SOAK_WRONG.load(Ordering::Relaxed));
+    report.set(Word::SoakErrors, SOAK_ERRORS.load(Ordering::Relaxed));
+
+    let failed = serve(client, models[1], 1, true, false, TIMEOUT);
     report.set(Word::NpuError, status(failed));
 
-    let late = serve(client, models[0], 2, false, Timeout::NoWait);
+    // Both in the frame slot: the second must wait for the first's late reply.
+    let late = serve(client, models[0], 2, false, true, Timeout::NoWait);
     report.set(Word::Timeout, status(late));
-    let recovered = serve(client, models[0], 3, false, TIMEOUT);
+    let recovered = serve(client, models[0], 3, false, true, TIMEOUT);
     report.set(Word::Recovered, u32::from(recovered == Ok(true)));
     report.set(Word::Discarded1, client.stats().discarded);
 
     // Leave a request in flight and restart: its reply reaches the next life.
-    let _ = serve(client, models[1], 4, false, Timeout::NoWait);
+    let _ = serve(client, models[1], 4, false, true, Timeout::NoWait);
     // SAFETY: this image re-initialises everything it uses at startup
     // (CONFIG_INIT_ARCH_HW_AT_BOOT resets the core's state), and keeps
     // nothing it needs in its own RAM: the report is in the shared region.
@@ -146,6 +197,7 @@ fn second_life(client: &ZephyrClient, report: &Report, models: [Model; 2]) {
             client,
             models[(seq % 2) as usize],
             seq + 100_000,
+            false,
             false,
             TIMEOUT,
         ) {

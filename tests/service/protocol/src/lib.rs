@@ -189,10 +189,9 @@ mod tests {
         assert_eq!(report.get(Word::SoakOk), 42);
         assert_eq!(region[1024 - WORDS + Word::SoakOk as usize], 42);
         assert_eq!(Word::Stopped as usize, WORDS - 1);
-        // The ABI's 96 KB region has room past the exchange slot.
-        let slot_end =
-            synaptic_abi::exchange_slot_offset::<16>() + synaptic_abi::EXCHANGE_SLOT_SIZE;
-        assert!(slot_end + 4 * WORDS <= 96 * 1024);
+        // The ABI's 96 KB region has room past the exchange slots.
+        let slots_end = synaptic_abi::region_size::<16>(synaptic_abi::SlotGeometry::DEFAULT);
+        assert!(slots_end + 4 * WORDS <= 96 * 1024);
     }
 
     #[test]
