@@ -23,12 +23,12 @@
 //! The runtime lives on the serving thread's stack and in two static
 //! buffers; nothing else touches it. [`start`] runs once per boot.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use static_cell::{ConstStaticCell, StaticCell};
 use synaptic_abi::{
-    memory_map::SHARED_SIZE, region_fits, Direction, SlotGeometry, EXCHANGE_OUTPUT_SIZE,
-    MAX_EXCHANGE_SLOTS,
+    memory_map::SHARED_SIZE, region_fits, Direction, SlotGeometry, EXCHANGE_INPUT_SIZE,
+    EXCHANGE_OUTPUT_SIZE, MAX_EXCHANGE_SLOTS,
 };
 use synaptic_ipc::{Inbox, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
@@ -98,8 +98,11 @@ const INBOX_DEPTH: usize = MAX_EXCHANGE_SLOTS;
 const IDLE_MS: u32 = 50;
 
 /// Stack of the serving thread: the runtime lives on it (the stub NPU's
-/// device buffers, 33 KB, are most of it).
-pub const SERVING_STACK: usize = 44 * 1024;
+/// device buffers, 31 KB, are most of it).
+pub const SERVING_STACK: usize = 42 * 1024;
+
+/// The stub NPU's device buffers: the frame slot's input and output.
+type ServiceNpu = StubNpu<ZephyrClock, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE>;
 /// Priority of the serving thread.
 pub const SERVING_PRIORITY: i32 = 4;
 
@@ -111,6 +114,8 @@ static REPLIES: StaticCell<Replies> = StaticCell::new();
 /// Given by the serving thread once its runtime is up (or failed).
 static SERVING_UP: KernelSemaphore = KernelSemaphore::new(0, 1);
 static STARTED: AtomicBool = AtomicBool::new(false);
+/// The stub NPU's latency as last requested ([`set_npu_latency_us`]).
+static NPU_LATENCY_US: AtomicU32 = AtomicU32::new(0);
 static WORK: ConstStaticCell<[u8; WORK_SIZE]> = ConstStaticCell::new([0; WORK_SIZE]);
 static ARENA: ConstStaticCell<[u8; ARENA_SIZE]> = ConstStaticCell::new([0; ARENA_SIZE]);
 /// The region, for readers of the control block (the shell).
@@ -127,6 +132,9 @@ pub struct Options {
     pub npu_seed: u32,
     /// Make invokes whose input starts with `synaptic_runtime::npu::FAIL_MARKER` fail.
     pub npu_fail_on_marker: bool,
+    /// Run the stub NPU in null mode (no work on the data, zeros out): for
+    /// measuring the transport alone.
+    pub npu_null: bool,
     /// How long boot waits for CPU1.
     pub budgets: Budgets,
 }
@@ -185,6 +193,13 @@ fn front_stats() -> ServeStats {
         .as_ref()
         .map(|f| f.intake.stats())
         .unwrap_or_default()
+}
+
+/// Change the stub NPU's device time; the serving thread applies it at
+/// its next turn (benchmarks sweep it).
+pub fn set_npu_latency_us(us: u32) {
+    // Ordering: a setting read on its own by the serving thread.
+    NPU_LATENCY_US.store(us, Ordering::Relaxed);
 }
 
 /// The region, once [`start`] has published it.
@@ -320,12 +335,15 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     let clock = ZephyrClock;
     let mut registry: Registry<MAX_MODELS> = Registry::new();
     let mut pipelines: PipelinePool<MAX_PIPELINES, MAX_STAGES> = PipelinePool::new();
-    let mut npu: StubNpu<ZephyrClock> = StubNpu::new(clock, options.npu_seed);
+    let mut npu: ServiceNpu = StubNpu::new(clock, options.npu_seed);
     if npu.init().is_err() {
         return setup_failed("NPU init");
     }
     npu.set_latency_us(options.npu_latency_us);
     npu.fail_on_marker(options.npu_fail_on_marker);
+    npu.set_null(options.npu_null);
+    let mut latency_us = u32::try_from(options.npu_latency_us).unwrap_or(u32::MAX);
+    NPU_LATENCY_US.store(latency_us, Ordering::Relaxed);
     let Some(work) = WORK.try_take() else {
         return setup_failed("work buffer taken");
     };
@@ -384,19 +402,35 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         clock: &clock,
         profiler: Some(&mut profiler),
     };
+    let mut last_answered = 0u32;
     loop {
+        let wanted = NPU_LATENCY_US.load(Ordering::Relaxed);
+        if wanted != latency_us {
+            latency_us = wanted;
+            rt.npu.set_latency_us(u64::from(wanted));
+        }
         let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, Timeout::Millis(IDLE_MS));
         if work == 0 {
             // Idle for a whole turn: look at the ring in case a doorbell
             // was lost (what it posts is served next turn).
             work = drain_front();
         }
-        STATUS.set_serve(&server.stats().merged(&front_stats()));
-        STATUS.set_slots(region.slot_count(), LEDGER.mask());
-        if work > 0 {
-            let last = rt.profiler.as_ref().and_then(|p| p.last());
-            if last.is_some() {
-                publish_profile(last);
+        // Counters for the shell after every turn that answered something
+        // (or idled); the profile snapshot (a k_mutex) only when idle or
+        // every 64 answers, off the request path.
+        let answered = server.stats().served.wrapping_add(server.stats().errors);
+        if work == 0 || answered != last_answered {
+            last_answered = answered;
+            STATUS.set_serve(&server.stats().merged(&front_stats()));
+            STATUS.set_slots(region.slot_count(), LEDGER.mask());
+            if let Some(p) = rt.profiler.as_ref() {
+                STATUS.set_npu_busy_us(p.summary().npu_us);
+            }
+            if work == 0 || answered % 64 == 0 {
+                let last = rt.profiler.as_ref().and_then(|p| p.last());
+                if last.is_some() {
+                    publish_profile(last);
+                }
             }
         }
     }

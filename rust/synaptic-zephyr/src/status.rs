@@ -58,6 +58,8 @@ pub struct ServiceStatus {
     /// Slots CPU0 holds now (the intake's ledger), and the slot count.
     held_mask: AtomicU32,
     slots: AtomicU32,
+    /// NPU time of every profiled inference so far, microseconds.
+    npu_busy_us: AtomicU32,
 }
 
 /// The service's counters (one per program).
@@ -86,6 +88,7 @@ impl ServiceStatus {
             cpu1_version: AtomicU32::new(0),
             held_mask: AtomicU32::new(0),
             slots: AtomicU32::new(0),
+            npu_busy_us: AtomicU32::new(0),
         }
     }
 
@@ -122,6 +125,17 @@ impl ServiceStatus {
     pub fn set_slots(&self, count: usize, held_mask: u32) {
         self.slots.store(count as u32, Ordering::Relaxed);
         self.held_mask.store(held_mask, Ordering::Relaxed);
+    }
+
+    /// Record the NPU time of every profiled inference so far.
+    pub fn set_npu_busy_us(&self, us: u64) {
+        self.npu_busy_us.store(saturate(us), Ordering::Relaxed);
+    }
+
+    /// NPU time of every profiled inference so far, microseconds (the
+    /// busy fraction over a window is its growth over the window's length).
+    pub fn npu_busy_us(&self) -> u32 {
+        self.npu_busy_us.load(Ordering::Relaxed)
     }
 
     /// Record the serving layer's counters (intake and server merged).

@@ -38,6 +38,7 @@ extern "C" fn rust_main() {
         npu_latency_us: models::NPU_LATENCY_US,
         npu_seed: models::SEED,
         npu_fail_on_marker: false,
+        npu_null: false,
         budgets: Budgets::default(),
     };
     let mut platform = synaptic_zephyr::boot_platform();

@@ -116,6 +116,7 @@ fn run() -> Verdict {
         npu_latency_us: p::NPU_LATENCY_US,
         npu_seed: p::SEED,
         npu_fail_on_marker: true,
+        npu_null: false,
         budgets: Budgets::default(),
     };
     let mut platform = synaptic_zephyr::boot_platform();

@@ -1,0 +1,499 @@
+//! What both images of the offload benchmark agree on: the models, the
+//! phases and their sizes, the result rows, CPU1's requests to CPU0, and
+//! how samples are summarised.
+//!
+//! CPU1 has no console: it writes result rows and raw samples into a
+//! [`Board`] at the end of the shared region (past the exchange slots,
+//! which nothing else uses), and asks CPU0 through the board's mailbox to
+//! change the stub NPU's latency or to read its busy time. CPU0 prints.
+//!
+//! Every figure is in `k_cycle_get_32` ticks of the emulated part (QEMU
+//! `-icount`, deterministic), unless its name says otherwise.
+#![no_std]
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// The small model: a 49x10 MFCC window in, 16 bytes out.
+pub const SMALL: &str = "null_small";
+/// Its input shape.
+pub const SMALL_INPUT: [u32; 2] = [49, 10];
+/// Its input bytes.
+pub const SMALL_LEN: usize = 490;
+/// Its output bytes.
+pub const SMALL_OUTPUT: usize = 16;
+/// The frame model: a 96x96x3 frame in, 4,096 bytes out.
+pub const FRAME: &str = "null_frame";
+/// Its input shape.
+pub const FRAME_INPUT: [u32; 3] = [96, 96, 3];
+/// Its input bytes.
+pub const FRAME_LEN: usize = 96 * 96 * 3;
+/// Its output bytes.
+pub const FRAME_OUTPUT: usize = 4_096;
+
+/// Status round trips per row.
+pub const STATUS_ROUNDS: usize = 1_000;
+/// Inference round trips per row.
+pub const INFER_ROUNDS: usize = 200;
+/// Stub NPU latency of the loaded and throughput phases, microseconds.
+pub const LOAD_LATENCY_US: u32 = 1_500;
+/// Requests in flight in the throughput phase.
+pub const IN_FLIGHT: [u32; 3] = [1, 2, 4];
+/// Length of one throughput window, milliseconds (Zephyr's time on CPU1).
+pub const THROUGHPUT_MS: u32 = 1_000;
+/// Stub NPU latencies of the poll/interrupt sweep, microseconds.
+pub const SWEEP_US: [u32; 8] = [0, 100, 200, 400, 800, 1_600, 3_200, 6_400];
+/// Requests per sweep point and completion mode.
+pub const SWEEP_ROUNDS: usize = 50;
+
+/// What a result row measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Kind {
+    /// `STATUS` round trip, polled, idle service.
+    StatusPoll = 1,
+    /// `STATUS` round trip, interrupt-driven, idle service.
+    StatusIrq = 2,
+    /// `STATUS` round trip, polled, while both models are being served.
+    StatusPollLoaded = 3,
+    /// `STATUS` round trip, interrupt-driven, while both models are served.
+    StatusIrqLoaded = 4,
+    /// 490 B in / 16 B out through the null executor, polled; `extra1` is
+    /// the p50 of CPU1 writing and reading those bytes alone.
+    InferSmall = 5,
+    /// 27,648 B in / 4,096 B out through the null executor, polled;
+    /// `extra1` as for [`Kind::InferSmall`].
+    InferFrame = 6,
+    /// Saturated throughput with `param` requests in flight: `extra1`
+    /// inferences per emulated second, `extra2` NPU busy in permille.
+    Throughput = 7,
+    /// Sweep point, polled: `param` the stub latency (µs), `extra1` CPU1's
+    /// busy ticks per request.
+    SweepPoll = 8,
+    /// Sweep point, interrupt-driven; fields as for [`Kind::SweepPoll`].
+    SweepIrq = 9,
+}
+
+impl Kind {
+    /// Every kind, in the order CPU1 measures them.
+    pub const ALL: [Kind; 9] = [
+        Kind::StatusPoll,
+        Kind::StatusIrq,
+        Kind::StatusPollLoaded,
+        Kind::StatusIrqLoaded,
+        Kind::InferSmall,
+        Kind::InferFrame,
+        Kind::Throughput,
+        Kind::SweepPoll,
+        Kind::SweepIrq,
+    ];
+
+    /// The kind of a raw row word.
+    pub fn from_raw(raw: u32) -> Option<Kind> {
+        Kind::ALL.iter().copied().find(|k| *k as u32 == raw)
+    }
+
+    /// A short name for tables and CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::StatusPoll => "status_poll",
+            Kind::StatusIrq => "status_irq",
+            Kind::StatusPollLoaded => "status_poll_loaded",
+            Kind::StatusIrqLoaded => "status_irq_loaded",
+            Kind::InferSmall => "infer_490_16",
+            Kind::InferFrame => "infer_27648_4096",
+            Kind::Throughput => "throughput",
+            Kind::SweepPoll => "sweep_poll",
+            Kind::SweepIrq => "sweep_irq",
+        }
+    }
+
+    /// How many rows of this kind a complete run has.
+    pub fn rows(self) -> usize {
+        match self {
+            Kind::Throughput => IN_FLIGHT.len(),
+            Kind::SweepPoll | Kind::SweepIrq => SWEEP_US.len(),
+            _ => 1,
+        }
+    }
+}
+
+/// Rows of a complete run.
+pub const ROWS: usize = 6 + IN_FLIGHT.len() + 2 * SWEEP_US.len();
+
+/// Min, median, 99th percentile and max of a set of samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Samples.
+    pub n: u32,
+    /// Smallest.
+    pub min: u32,
+    /// Median (nearest rank).
+    pub p50: u32,
+    /// 99th percentile (nearest rank).
+    pub p99: u32,
+    /// Largest.
+    pub max: u32,
+}
+
+/// Sort `samples` in place and summarise them (all zero when empty).
+///
+/// ```
+/// let mut s = [5, 1, 4, 2, 3];
+/// let sum = offload_bench_protocol::summarize(&mut s);
+/// assert_eq!((sum.min, sum.p50, sum.p99, sum.max), (1, 3, 5, 5));
+/// ```
+pub fn summarize(samples: &mut [u32]) -> Summary {
+    let n = samples.len();
+    if n == 0 {
+        return Summary::default();
+    }
+    samples.sort_unstable();
+    // Nearest rank: the smallest sample with at least q of them at or below.
+    let rank = |q_permille: usize| samples[(n * q_permille).div_ceil(1000).clamp(1, n) - 1];
+    Summary {
+        n: n as u32,
+        min: samples[0],
+        p50: rank(500),
+        p99: rank(990),
+        max: samples[n - 1],
+    }
+}
+
+/// One result row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Row {
+    /// [`Kind`] as a raw word.
+    pub kind: u32,
+    /// The row's parameter (in flight, stub latency µs; 0 otherwise).
+    pub param: u32,
+    /// Round-trip figures.
+    pub summary: Summary,
+    /// Per kind, see [`Kind`].
+    pub extra1: u32,
+    /// Per kind, see [`Kind`].
+    pub extra2: u32,
+}
+
+/// Words per row on the board.
+pub const ROW_WORDS: usize = 9;
+
+impl Row {
+    fn words(&self) -> [u32; ROW_WORDS] {
+        let s = self.summary;
+        [
+            self.kind,
+            self.param,
+            s.n,
+            s.min,
+            s.p50,
+            s.p99,
+            s.max,
+            self.extra1,
+            self.extra2,
+        ]
+    }
+
+    fn from_words(w: [u32; ROW_WORDS]) -> Row {
+        Row {
+            kind: w[0],
+            param: w[1],
+            summary: Summary {
+                n: w[2],
+                min: w[3],
+                p50: w[4],
+                p99: w[5],
+                max: w[6],
+            },
+            extra1: w[7],
+            extra2: w[8],
+        }
+    }
+
+    /// Whether the row is well formed: a known kind, as many samples as
+    /// the phase takes, ordered figures, and the extras a kind needs.
+    pub fn is_well_formed(&self) -> bool {
+        let Some(kind) = Kind::from_raw(self.kind) else {
+            return false;
+        };
+        let s = self.summary;
+        let expected_n = match kind {
+            Kind::StatusPoll | Kind::StatusIrq | Kind::StatusPollLoaded | Kind::StatusIrqLoaded => {
+                STATUS_ROUNDS as u32
+            }
+            Kind::InferSmall | Kind::InferFrame => INFER_ROUNDS as u32,
+            Kind::Throughput => s.n,
+            Kind::SweepPoll | Kind::SweepIrq => SWEEP_ROUNDS as u32,
+        };
+        let ordered = s.min <= s.p50 && s.p50 <= s.p99 && s.p99 <= s.max && s.min > 0;
+        let extras = match kind {
+            Kind::InferSmall | Kind::InferFrame => self.extra1 > 0 && self.extra1 < s.p50,
+            Kind::Throughput => self.extra1 > 0 && self.extra2 <= 1000,
+            Kind::SweepPoll | Kind::SweepIrq => self.extra1 > 0,
+            _ => true,
+        };
+        s.n == expected_n && s.n > 0 && ordered && extras
+    }
+}
+
+/// Requests CPU1 makes of CPU0 through the mailbox.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Command {
+    /// Set the stub NPU's latency to `arg` µs; the reply is the old one.
+    SetLatency = 1,
+    /// Reply with the NPU's busy time so far, µs (Zephyr's time on CPU0).
+    NpuBusy = 2,
+}
+
+/// Raw samples kept for the plots: the four status rows.
+pub const SAMPLE_SETS: usize = 4;
+
+/// Board words before the rows.
+mod layout {
+    pub const DONE: usize = 0;
+    pub const ROWS_WRITTEN: usize = 1;
+    pub const CMD_SEQ: usize = 2;
+    pub const CMD: usize = 3;
+    pub const CMD_ARG: usize = 4;
+    pub const ACK_SEQ: usize = 5;
+    pub const ACK_VALUE: usize = 6;
+    pub const FAILED: usize = 7;
+    pub const HEADER: usize = 8;
+}
+
+/// Words of the board.
+pub const BOARD_WORDS: usize = layout::HEADER + ROWS * ROW_WORDS + SAMPLE_SETS * STATUS_ROUNDS;
+/// The board's done word when CPU1 finished.
+pub const DONE: u32 = 0x444F_4E45;
+
+/// The benchmark's board at the end of the shared region.
+pub struct Board {
+    words: *mut u32,
+}
+
+// SAFETY: a `Board` is an address; every access is an atomic word access.
+unsafe impl Send for Board {}
+// SAFETY: as above.
+unsafe impl Sync for Board {}
+
+impl Board {
+    /// The board at the end of the region at `base`, `size` bytes.
+    ///
+    /// # Safety
+    ///
+    /// `base..base + size` is the shared region, mapped for the program's
+    /// life and 4-aligned; its last `4 * BOARD_WORDS` bytes lie past the
+    /// exchange slots and are used by nothing but this board on both cores.
+    pub unsafe fn at_end(base: usize, size: usize) -> Board {
+        Board {
+            words: (base + size - 4 * BOARD_WORDS) as *mut u32,
+        }
+    }
+
+    fn word(&self, index: usize) -> &AtomicU32 {
+        assert!(index < BOARD_WORDS);
+        // SAFETY: `at_end`'s contract: the words exist, are aligned and are
+        // only accessed atomically (by this type on both cores).
+        unsafe { AtomicU32::from_ptr(self.words.add(index)) }
+    }
+
+    fn get(&self, index: usize) -> u32 {
+        // Ordering: Acquire pairs with the Release in `set`.
+        self.word(index).load(Ordering::Acquire)
+    }
+
+    fn set(&self, index: usize, value: u32) {
+        // Ordering: Release, so a reader that sees a count or a sequence
+        // number sees what was written before it.
+        self.word(index).store(value, Ordering::Release);
+    }
+
+    /// Zero the board (CPU0, before releasing CPU1).
+    pub fn clear(&self) {
+        for i in 0..BOARD_WORDS {
+            self.set(i, 0);
+        }
+    }
+
+    /// Append a result row (CPU1); `false` when the board is full.
+    pub fn push_row(&self, row: &Row) -> bool {
+        let k = self.get(layout::ROWS_WRITTEN) as usize;
+        if k >= ROWS {
+            return false;
+        }
+        for (i, w) in row.words().into_iter().enumerate() {
+            self.set(layout::HEADER + k * ROW_WORDS + i, w);
+        }
+        self.set(layout::ROWS_WRITTEN, k as u32 + 1);
+        true
+    }
+
+    /// Rows written so far.
+    pub fn rows_written(&self) -> usize {
+        (self.get(layout::ROWS_WRITTEN) as usize).min(ROWS)
+    }
+
+    /// Row `k`.
+    pub fn row(&self, k: usize) -> Row {
+        let mut w = [0u32; ROW_WORDS];
+        for (i, word) in w.iter_mut().enumerate() {
+            *word = self.get(layout::HEADER + k * ROW_WORDS + i);
+        }
+        Row::from_words(w)
+    }
+
+    fn sample_index(set: usize, i: usize) -> usize {
+        layout::HEADER + ROWS * ROW_WORDS + set * STATUS_ROUNDS + i
+    }
+
+    /// Keep the raw samples of status set `set` (CPU1), at most
+    /// [`STATUS_ROUNDS`].
+    pub fn put_samples(&self, set: usize, samples: &[u32]) {
+        if set >= SAMPLE_SETS {
+            return;
+        }
+        for (i, &s) in samples.iter().take(STATUS_ROUNDS).enumerate() {
+            self.set(Self::sample_index(set, i), s);
+        }
+    }
+
+    /// Raw sample `i` of status set `set`.
+    pub fn sample(&self, set: usize, i: usize) -> u32 {
+        self.get(Self::sample_index(set, i))
+    }
+
+    /// CPU1 is done (or failed at `failed`, nonzero).
+    pub fn finish(&self, failed: u32) {
+        self.set(layout::FAILED, failed);
+        self.set(layout::DONE, DONE);
+    }
+
+    /// Whether CPU1 finished.
+    pub fn done(&self) -> bool {
+        self.get(layout::DONE) == DONE
+    }
+
+    /// Where CPU1 failed (0: it did not).
+    pub fn failed(&self) -> u32 {
+        self.get(layout::FAILED)
+    }
+
+    /// CPU1: post a command and return its sequence number.
+    pub fn post(&self, command: Command, arg: u32) -> u32 {
+        let seq = self.get(layout::CMD_SEQ).wrapping_add(1);
+        self.set(layout::CMD, command as u32);
+        self.set(layout::CMD_ARG, arg);
+        self.set(layout::CMD_SEQ, seq);
+        seq
+    }
+
+    /// CPU1: the reply to command `seq`, once CPU0 has answered.
+    pub fn reply(&self, seq: u32) -> Option<u32> {
+        (self.get(layout::ACK_SEQ) == seq).then(|| self.get(layout::ACK_VALUE))
+    }
+
+    /// CPU0: the command waiting, if any: (sequence, command, argument).
+    pub fn pending(&self) -> Option<(u32, Option<Command>, u32)> {
+        let seq = self.get(layout::CMD_SEQ);
+        if seq == self.get(layout::ACK_SEQ) {
+            return None;
+        }
+        let command = match self.get(layout::CMD) {
+            1 => Some(Command::SetLatency),
+            2 => Some(Command::NpuBusy),
+            _ => None,
+        };
+        Some((seq, command, self.get(layout::CMD_ARG)))
+    }
+
+    /// CPU0: answer command `seq` with `value`.
+    pub fn answer(&self, seq: u32, value: u32) {
+        self.set(layout::ACK_VALUE, value);
+        self.set(layout::ACK_SEQ, seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let mut v: std::vec::Vec<u32> = (1..=1000).rev().collect();
+        let s = summarize(&mut v);
+        assert_eq!((s.n, s.min, s.p50, s.p99, s.max), (1000, 1, 500, 990, 1000));
+        let mut one = [7];
+        assert_eq!(summarize(&mut one).p99, 7);
+        assert_eq!(summarize(&mut []), Summary::default());
+    }
+
+    #[test]
+    fn board_round_trips_rows_samples_and_commands() {
+        let mut region = std::vec![0u32; BOARD_WORDS + 16];
+        let base = region.as_mut_ptr() as usize;
+        // SAFETY: the vector outlives the board and is used only through it.
+        let board = unsafe { Board::at_end(base, 4 * region.len()) };
+        board.clear();
+        let row = Row {
+            kind: Kind::InferSmall as u32,
+            param: 0,
+            summary: Summary {
+                n: INFER_ROUNDS as u32,
+                min: 10,
+                p50: 20,
+                p99: 30,
+                max: 40,
+            },
+            extra1: 5,
+            extra2: 0,
+        };
+        assert!(row.is_well_formed());
+        assert!(board.push_row(&row));
+        assert_eq!(board.rows_written(), 1);
+        assert_eq!(board.row(0), row);
+        board.put_samples(3, &[9, 8, 7]);
+        assert_eq!(board.sample(3, 1), 8);
+        assert_eq!(board.pending(), None);
+        let seq = board.post(Command::SetLatency, 400);
+        assert_eq!(board.reply(seq), None);
+        assert_eq!(board.pending(), Some((seq, Some(Command::SetLatency), 400)));
+        board.answer(seq, 0);
+        assert_eq!(board.reply(seq), Some(0));
+        assert_eq!(board.pending(), None);
+        assert!(!board.done());
+        board.finish(0);
+        assert!(board.done());
+        // The board and the default slots fit the 96 KiB window together.
+        let slots = synaptic_abi::region_size::<16>(synaptic_abi::SlotGeometry::DEFAULT);
+        assert!(slots + 4 * BOARD_WORDS <= 96 * 1024);
+    }
+
+    #[test]
+    fn malformed_rows_are_caught() {
+        let good = Row {
+            kind: Kind::StatusPoll as u32,
+            param: 0,
+            summary: Summary {
+                n: STATUS_ROUNDS as u32,
+                min: 1,
+                p50: 2,
+                p99: 3,
+                max: 4,
+            },
+            extra1: 0,
+            extra2: 0,
+        };
+        assert!(good.is_well_formed());
+        let mut bad = good;
+        bad.summary.p50 = 5;
+        assert!(!bad.is_well_formed());
+        bad = good;
+        bad.summary.n = 3;
+        assert!(!bad.is_well_formed());
+        bad = good;
+        bad.kind = 99;
+        assert!(!bad.is_well_formed());
+        assert_eq!(ROWS, Kind::ALL.iter().map(|k| k.rows()).sum::<usize>());
+    }
+}
