@@ -321,7 +321,9 @@ mod tests {
     use core::ptr::NonNull;
     use std::vec;
 
-    use synaptic_abi::{region_size, LayoutError};
+    use core::sync::atomic::{AtomicU32, Ordering};
+
+    use synaptic_abi::{region_size, LayoutError, SlotGeometry, LAYOUT_VERSION};
 
     use super::*;
 
@@ -410,16 +412,31 @@ mod tests {
     }
 
     fn with_region(publish: bool, body: impl FnOnce(SharedRegion<'_, N>)) {
-        let words = region_size::<N>().div_ceil(16) * 4;
-        let mut buffer = vec![0u32; words + 4];
+        with_raw_region(publish, |region, _| body(region));
+    }
+
+    /// As [`with_region`], also handing out the control block's words, for
+    /// a test that plays a peer of another layout version.
+    fn with_raw_region(publish: bool, body: impl FnOnce(SharedRegion<'_, N>, &[AtomicU32])) {
+        let words = region_size::<N>(SlotGeometry::DEFAULT).div_ceil(16) * 4;
+        // A u128 buffer: 16-byte aligned, as the region requires.
+        let mut buffer = vec![0u128; words / 4 + 1];
         let base = NonNull::new(buffer.as_mut_ptr().cast::<u8>()).expect("buffer");
-        // SAFETY: the buffer outlives the view and is used only through it.
-        let region = unsafe { SharedRegion::<N>::from_raw(base, words * 4) }.expect("region");
+        // SAFETY: the buffer outlives the view and is used only through it
+        // (and through the control-block words below, atomically).
+        let region = unsafe { SharedRegion::<N>::from_raw(base, words * 4, SlotGeometry::DEFAULT) }
+            .expect("region");
         if publish {
             // SAFETY: no ring handle exists yet.
             unsafe { region.publish() };
         }
-        body(region);
+        // SAFETY: the control block's 16 words lie at the start of the
+        // buffer, 4-aligned, valid while `buffer` lives; they are only ever
+        // accessed atomically (by the region and by the test).
+        let control = unsafe {
+            core::slice::from_raw_parts(base.as_ptr().cast::<AtomicU32>().cast_const(), 16)
+        };
+        body(region, control);
     }
 
     const GOOD: VectorTable = VectorTable {
@@ -556,6 +573,61 @@ mod tests {
             // SAFETY: as above (the previous handle is no longer used).
             let again = unsafe { synaptic_ring::Producer::attach(ring) };
             assert_eq!(again.head(), 3);
+        });
+    }
+
+    #[test]
+    fn a_v1_control_block_is_refused_by_cpu1s_attach() {
+        with_raw_region(true, |region, control| {
+            // CPU0 of ABI v1 published this block: same magic, version 1.
+            control[1].store(1, Ordering::SeqCst);
+            assert_eq!(
+                attach(&region),
+                Err(AttachError::Region(RegionError::Layout(
+                    LayoutError::Version(1)
+                )))
+            );
+            assert_eq!(
+                RegionError::Layout(LayoutError::Version(1)).to_errno(),
+                Errno::Proto
+            );
+            // Refused: not attached, but CPU1 said which version it is.
+            assert!(!region.is_ready(Core::Cpu1));
+            let block = region.control_block();
+            assert_eq!(block.cpu1_layout_version, LAYOUT_VERSION);
+            assert_eq!(block.cpu1_ready, 0);
+            // The same block at version 2 is accepted.
+            control[1].store(LAYOUT_VERSION, Ordering::SeqCst);
+            assert_eq!(attach(&region), Ok(()));
+            assert!(region.is_ready(Core::Cpu1));
+        });
+    }
+
+    #[test]
+    fn cpu0_reports_a_cpu1_of_another_version() {
+        with_raw_region(true, |region, control| {
+            let clock = FakeClock {
+                now: Cell::new(0),
+                tick: &|_| {},
+            };
+            let released = Cell::new(false);
+            // A CPU1 built for version 3 announces itself and never attaches.
+            let mut soc = Fake {
+                vectors: Ok(GOOD),
+                released: &released,
+                on_release: || control[13].store(3, Ordering::SeqCst),
+            };
+            let report = boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || false);
+            assert_eq!(report.link, Link::Down(Down::Version(3)));
+            // A v1 CPU1 announces nothing: it simply never gets ready.
+            control[13].store(0, Ordering::SeqCst);
+            let mut soc = Fake {
+                vectors: Ok(GOOD),
+                released: &released,
+                on_release: || {},
+            };
+            let report = boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || false);
+            assert_eq!(report.link, Link::Down(Down::NotReady));
         });
     }
 }

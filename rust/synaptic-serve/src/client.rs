@@ -759,6 +759,11 @@ where
 
     fn on_status(&self, msg: &ValidMessage) {
         bump(&self.counters.pongs);
+        // The barrier first, the ping's caller after: a caller woken by its
+        // pong finds every slot the mask proved free already free.
+        if msg.status >= 0 {
+            self.apply_barrier(msg);
+        }
         if self.ping.state() == state::SENT && self.ping.id.load(Ordering::Relaxed) == msg.msg_id {
             self.fold_rtt();
             self.ping.status.store(msg.status, Ordering::Relaxed);
@@ -766,9 +771,10 @@ where
                 self.ping.notify();
             }
         }
-        if msg.status < 0 {
-            return;
-        }
+    }
+
+    /// Free the slots a `STATUS_RESP` mask proves CPU0 done with.
+    fn apply_barrier(&self, msg: &ValidMessage) {
         // The mask is a barrier for every slot request sent before this ping.
         for k in 0..self.region.slot_count() {
             let slot = &self.slots[k];

@@ -6,9 +6,10 @@
 //!
 //! * `STATUS_REQ`: answered here with the [`SlotLedger`] mask, so a status
 //!   round trip wakes no thread on CPU0;
-//! * `INFER_REQ` / `MODEL_LOAD` naming a free slot: the slot is marked held
-//!   and the message posted to the serving thread's inbox (its one
-//!   wake-up); naming a held slot: `-EBUSY`; naming no slot: `-EFAULT`;
+//! * `INFER_REQ` / `MODEL_LOAD` naming a free slot (or one whose reply
+//!   the serving layer has just pushed, see [`SlotLedger`]): the slot is
+//!   marked held and the message posted to the serving thread's inbox (its
+//!   one wake-up); naming a held slot: `-EBUSY`; naming no slot: `-EFAULT`;
 //! * unknown flag bits, undecodable requests: refused here (`-EINVAL`,
 //!   `-EBADMSG`); `MODEL_UNLOAD`: `-ENOTSUP`; responses: counted, dropped.
 //!
@@ -38,42 +39,99 @@ use crate::server::{ServeError, ServeStats};
 /// The slots CPU0 holds, as a bit mask in CPU0's RAM: set by the intake
 /// when it takes a slot request, cleared by the serving layer after it
 /// pushed the reply.
+///
+/// Between the push and the clear the slot is *handed back*: the serving
+/// layer marks it so just before it pushes. CPU1 may already have popped
+/// the reply and sent the slot's next request, which the intake can pop
+/// before the serving layer gets to clear the bit (it is an interrupt; the
+/// serving thread may be preempted right after its push).
+/// [`take`](Self::take) accepts such a request (the slot passes straight to
+/// it, and the serving layer's [`release`](Self::release) then leaves the
+/// bit set) instead of refusing a well-behaved peer with `-EBUSY`. The
+/// [`mask`](Self::mask) still shows the slot held until the release, so a
+/// status answered meanwhile never overtakes the reply.
 #[derive(Debug, Default)]
 pub struct SlotLedger {
-    held: AtomicU32,
+    /// Bits `0..8`: slot held; `8..16`: its reply is being pushed (handed
+    /// back); `16..24`: a new request took it while handed back.
+    state: AtomicU32,
 }
+
+/// Bit positions of the three masks in [`SlotLedger`]'s word.
+const HANDED_BACK: u32 = 8;
+const RETAKEN: u32 = 16;
+const _: () = assert!(MAX_EXCHANGE_SLOTS <= HANDED_BACK as usize);
 
 impl SlotLedger {
     /// No slot held.
     pub const fn new() -> Self {
         SlotLedger {
-            held: AtomicU32::new(0),
+            state: AtomicU32::new(0),
         }
     }
 
-    /// Mark slot `index` held; `false` if it already was.
+    /// Apply `f` to the ledger's word atomically; whether it applied.
+    fn update(&self, f: impl FnMut(u32) -> Option<u32>) -> bool {
+        // Ordering: CPU0-local; AcqRel orders the marks with the inbox
+        // hand-off and with the reply pushes around them.
+        self.state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, f)
+            .is_ok()
+    }
+
+    /// Mark slot `index` held; `false` if it already was (and is not
+    /// being handed back, or was retaken already).
     pub fn take(&self, index: usize) -> bool {
         if index >= MAX_EXCHANGE_SLOTS {
             return false;
         }
-        let bit = 1 << index;
-        // Ordering: CPU0-local; AcqRel orders it with the inbox hand-off.
-        self.held.fetch_or(bit, Ordering::AcqRel) & bit == 0
+        let held = 1 << index;
+        let handed_back = held << HANDED_BACK;
+        let retaken = held << RETAKEN;
+        self.update(|w| {
+            if w & held == 0 {
+                Some(w | held)
+            } else if w & handed_back != 0 && w & retaken == 0 {
+                Some(w | retaken)
+            } else {
+                None
+            }
+        })
     }
 
-    /// Mark slot `index` free (after its reply is pushed).
+    /// Mark slot `index` handed back: its reply is about to be pushed (the
+    /// serving layer, before the push that precedes a
+    /// [`release`](Self::release)).
+    pub(crate) fn hand_back(&self, index: usize) {
+        if index < MAX_EXCHANGE_SLOTS {
+            let handed_back = 1 << (index + HANDED_BACK as usize);
+            self.update(|w| Some(w | handed_back));
+        }
+    }
+
+    /// Mark slot `index` free (after its reply is pushed), unless a request
+    /// took it since it was handed back: it then stays held, for that one.
     pub fn release(&self, index: usize) {
         if index < MAX_EXCHANGE_SLOTS {
-            // Ordering: Release, after the reply's push: an intake that
-            // reads the bit clear answers a STATUS_REQ behind that reply.
-            self.held.fetch_and(!(1 << index), Ordering::AcqRel);
+            let held = 1 << index;
+            let handed_back = held << HANDED_BACK;
+            let retaken = held << RETAKEN;
+            // Release ordering, after the reply's push: an intake that reads
+            // the bit clear answers a STATUS_REQ behind that reply.
+            self.update(|w| {
+                Some(if w & retaken != 0 {
+                    w & !(retaken | handed_back)
+                } else {
+                    w & !(held | handed_back)
+                })
+            });
         }
     }
 
     /// The mask of held slots.
     pub fn mask(&self) -> u32 {
-        // Ordering: pairs with the Release in `release`.
-        self.held.load(Ordering::Acquire)
+        // Ordering: pairs with the AcqRel in `release`.
+        self.state.load(Ordering::Acquire) & ((1 << HANDED_BACK) - 1)
     }
 }
 
@@ -298,5 +356,40 @@ pub(crate) fn reply_to(
             ..ValidMessage::new(msg_type, priority)
         },
         polled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SlotLedger;
+
+    #[test]
+    fn the_ledger_hands_a_slot_straight_to_a_request_that_arrives_with_its_reply() {
+        let ledger = SlotLedger::new();
+        assert!(ledger.take(2));
+        assert!(!ledger.take(2), "held: a second request is refused");
+        ledger.hand_back(2);
+        assert!(
+            ledger.take(2),
+            "its reply is out: the next request takes over"
+        );
+        assert!(!ledger.take(2), "but only one");
+        assert_eq!(ledger.mask(), 0b100, "held throughout");
+        ledger.release(2);
+        assert_eq!(ledger.mask(), 0b100, "now for the request that took over");
+        assert!(!ledger.take(2));
+        ledger.hand_back(2);
+        ledger.release(2);
+        assert_eq!(ledger.mask(), 0);
+        // A slot released without a hand-back (the intake undoing its own
+        // take) is simply free.
+        assert!(ledger.take(0));
+        ledger.release(0);
+        assert_eq!(ledger.mask(), 0);
+        // Out of range: never held.
+        assert!(!ledger.take(8));
+        ledger.release(8);
+        ledger.hand_back(8);
+        assert_eq!(ledger.mask(), 0);
     }
 }

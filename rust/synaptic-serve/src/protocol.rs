@@ -24,7 +24,9 @@
 //!   owns. CPU0's intake marks the slot held when it pops the request and
 //!   refuses a second request for a held slot with `-EBUSY` without
 //!   reading the slot; the serving layer clears the mark only after pushing
-//!   the reply.
+//!   the reply. (A request that arrives between that push and the clear,
+//!   i.e. after CPU1 got the slot back, takes the slot over instead of
+//!   being refused: see [`SlotLedger`](crate::SlotLedger).)
 //! * **Status is a barrier per slot.** CPU0's intake pops the ring in order
 //!   and answers a `STATUS_REQ` at once, with the mask of held slots as it
 //!   stands after every earlier request was popped. A reply is pushed before

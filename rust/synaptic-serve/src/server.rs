@@ -6,7 +6,8 @@
 //!
 //! * **The peer is untrusted.** Every request is decoded with `TryFrom`; its
 //!   payload must lie inside the payload pool and start at an exchange slot;
-//!   that slot's header is copied once ([`Exchange::read_header`]) and only
+//!   that slot's header is copied once
+//!   ([`Exchange::read_header`](crate::Exchange::read_header)) and only
 //!   the copy is checked and used: `input_len` within the slot's capacity,
 //!   the name NUL-terminated within 32 bytes, the handle a registered (not
 //!   stale), exported model whose input size is `input_len` and whose output
@@ -21,7 +22,9 @@
 //!   request on slot `i` meanwhile is answered `-EBUSY` without reading the
 //!   slot. The job is reclaimed from the scheduler (so its borrow of the
 //!   slot's input ends) before the reply is pushed, and the slot's
-//!   [`SlotLedger`] mark is cleared only after the push.
+//!   [`SlotLedger`] mark is cleared only after the push (the slot is marked
+//!   handed back just before it, so a request CPU1 sends the moment it has
+//!   the reply is not refused).
 //! * **Same priority space.** Each job is submitted with its message's
 //!   priority class; the scheduler picks again at every stage boundary, so
 //!   a remote `RealTime` request waits at most one stage of a preemptible
@@ -582,11 +585,13 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                             timestamp_us: rt.clock.now_us() as u32,
                             ..self.slot_reply(to.message, slot, 0)
                         };
+                        ledger.hand_back(slot);
                         self.push(replies, answer, to.polled);
                         ledger.release(slot);
                         Disposition::Answered { status }
                     }
                     Err(e) => {
+                        ledger.hand_back(slot);
                         let status = self.refuse(e, to, Some(slot), rt.clock, replies);
                         ledger.release(slot);
                         Disposition::Answered { status }
@@ -792,6 +797,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             timestamp_us: rt.clock.now_us() as u32,
             ..self.slot_reply(flight.reply.message, slot, len)
         };
+        ledger.hand_back(slot);
         self.push(replies, reply, flight.reply.polled);
         ledger.release(slot);
         self.fold_estimate(flight.model, latency_us);

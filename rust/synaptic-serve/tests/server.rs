@@ -5,14 +5,15 @@
 mod support;
 
 use std::num::NonZeroU32;
+use std::sync::Mutex;
 
 use synaptic_abi::{
-    Direction, Errno, Message, Priority, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET,
-    MODEL_NAME_SIZE, MSG_TYPE_INFER_REQ, MSG_TYPE_INFER_RESP, MSG_TYPE_MODEL_LOAD,
-    MSG_TYPE_MODEL_UNLOAD, MSG_TYPE_STATUS_REQ, MSG_TYPE_STATUS_RESP,
+    Direction, Errno, Message, Priority, EXCHANGE_INPUT_SIZE, MODEL_NAME_SIZE, MSG_TYPE_INFER_REQ,
+    MSG_TYPE_INFER_RESP, MSG_TYPE_MODEL_LOAD, MSG_TYPE_MODEL_UNLOAD, MSG_TYPE_STATUS_REQ,
+    MSG_TYPE_STATUS_RESP, REQUEST_FLAG_POLLED,
 };
 use synaptic_ipc::host::HostSemaphore;
-use synaptic_ipc::{Dispatcher, Inbox, Sender, Timeout};
+use synaptic_ipc::{Inbox, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{DType, Shape, TensorMeta, TensorRef};
 use synaptic_runtime::npu::{stub_output, NpuDevice, StubNpu};
@@ -22,12 +23,12 @@ use synaptic_runtime::process::ProcessError;
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
 use synaptic_runtime::sched::{JobRequest, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, FakeClock};
-use synaptic_serve::protocol::{
-    infer_payload_len, LOOKUP_PAYLOAD_LEN, STATUS_SLOT_FREE, STATUS_SLOT_HELD,
+use synaptic_serve::protocol::{infer_payload_len, LOOKUP_PAYLOAD_LEN};
+use synaptic_serve::{
+    Disposition, Intake, Runtime, ServeError, Server, SharedRegion, SharedSender, SlotLedger,
 };
-use synaptic_serve::{Disposition, Runtime, ServeError, Server, SharedRegion};
 
-use support::{Silent, Window, N};
+use support::{Counting, Window, N, SLOTS};
 
 const SEED: u32 = 0x5EED;
 const NPU_US: u64 = 700;
@@ -36,13 +37,19 @@ const KWS_OUT: usize = 12;
 const FACE_IN: usize = 96 * 96 * 3;
 const FACE_OUT: usize = 16;
 
-type Npu<'c> = StubNpu<&'c FakeClock>;
+/// The stub NPU, with room for an output larger than a small slot's.
+type Npu<'c> = StubNpu<&'c FakeClock, { 32 * 1024 }, 4096>;
+/// CPU0's one sender, behind the lock the intake and the serving layer share.
+type Port<'a, 'e> = SharedSender<'a, N, &'e Counting, Mutex<Sender<'a, N, &'e Counting>>>;
 
 struct H<'a, 'e> {
     region: SharedRegion<'a, N>,
-    server: Server<'a>,
-    rt: Runtime<'e, 'a, Npu<'e>, FakeClock, 4, 4, 32, 4>,
-    sender: Sender<'a, N, Silent>,
+    server: Server<'a, N>,
+    rt: Runtime<'e, 'a, Npu<'e>, FakeClock, 4, 4, 32, 6>,
+    port: Port<'a, 'e>,
+    ledger: SlotLedger,
+    /// CPU0's doorbell to CPU1 (counts interrupts and events).
+    bell: &'e Counting,
     replies: Consumer<'a, N>,
     kws: ModelHandle,
     face: ModelHandle,
@@ -67,6 +74,7 @@ fn run(test: impl FnOnce(&mut H<'_, '_>)) {
     let window = Window::new();
     let region = window.region();
     let clock = FakeClock::new(0);
+    let bell = Counting::default();
     let mut registry: Registry<4> = Registry::new();
     let kws = registry.register(&desc("kws", &[49, 10], KWS_OUT)).unwrap();
     let face = registry
@@ -80,12 +88,12 @@ fn run(test: impl FnOnce(&mut H<'_, '_>)) {
     let mut server = Server::new(&region);
     server.export(&registry, &mut pool, kws).unwrap();
     server.export(&registry, &mut pool, face).unwrap();
-    let mut work = vec![0u8; 8 * 1024];
-    let mut scheduler: Scheduler<'_, 4> = Scheduler::new(&mut work);
+    let mut work = vec![0u8; 32 * 1024];
+    let mut scheduler: Scheduler<'_, 6> = Scheduler::new(&mut work);
     // SAFETY: the only producer of this ring (CPU0's side, played here).
     let sender = Sender::new(
         unsafe { Producer::attach(region.ring(Direction::Cpu0ToCpu1)) },
-        Silent,
+        &bell,
     );
     // SAFETY: the only consumer of this ring (CPU1's side, played here).
     let replies = unsafe { Consumer::attach(region.ring(Direction::Cpu0ToCpu1)) };
@@ -100,7 +108,9 @@ fn run(test: impl FnOnce(&mut H<'_, '_>)) {
             clock: &clock,
             profiler: None,
         },
-        sender,
+        port: SharedSender::new(sender),
+        ledger: SlotLedger::new(),
+        bell: &bell,
         replies,
         kws,
         face,
@@ -113,74 +123,119 @@ fn input_byte(seq: u32, i: usize) -> u8 {
     (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seq) as u8 >> 1
 }
 
+fn status_req(id: u32, flags: i32) -> Message {
+    Message {
+        msg_id: id,
+        msg_type: MSG_TYPE_STATUS_REQ,
+        priority: Priority::Normal as u8,
+        timestamp_us: 1000 + id,
+        status: flags,
+        ..Message::default()
+    }
+}
+
 impl<'a> H<'a, '_> {
     fn handle(&mut self, raw: Message) -> Disposition {
-        self.server.handle(raw, &mut self.rt, &mut self.sender)
+        self.server
+            .handle(raw, &mut self.rt, &self.port, &self.ledger)
     }
 
     fn reply(&mut self) -> Option<Message> {
         self.replies.pop().unwrap()
     }
 
-    /// Stage an input of `input_len` bytes for `model` (raw), as CPU1 would.
+    fn exchange(&self, slot: usize) -> synaptic_serve::Exchange<'a> {
+        self.region.exchange(slot).expect("a slot of the geometry")
+    }
+
+    /// Stage an input of `input_len` bytes for `model` (raw) in the frame
+    /// slot, as CPU1 would.
     fn stage(&self, model: u32, input_len: u32, seq: u32) {
-        let exchange = self.region.exchange();
+        self.stage_in(0, model, input_len, seq);
+    }
+
+    /// Stage an input in slot `slot`.
+    fn stage_in(&self, slot: usize, model: u32, input_len: u32, seq: u32) {
+        let exchange = self.exchange(slot);
         exchange.set_request(model, input_len);
         // SAFETY: single-threaded test: nothing else holds a slice of the slot.
         let input = unsafe { exchange.input_mut() };
-        let n = (input_len as usize).min(EXCHANGE_INPUT_SIZE);
+        let n = (input_len as usize).min(input.len());
         for (i, b) in input[..n].iter_mut().enumerate() {
             *b = input_byte(seq, i);
         }
     }
 
     fn expected(&self, model: ModelHandle, len: usize, out_len: usize) -> Vec<u8> {
+        self.expected_in(0, model, len, out_len)
+    }
+
+    /// What the stub NPU answers for the input staged in `slot`.
+    fn expected_in(&self, slot: usize, model: ModelHandle, len: usize, out_len: usize) -> Vec<u8> {
         // SAFETY: single-threaded test.
-        let input = unsafe { self.region.exchange().input() };
+        let input = unsafe { self.exchange(slot).input() };
         let mut out = vec![0u8; out_len];
         stub_output(SEED, model.raw(), &input[..len], &mut out);
         out
     }
 
     fn output(&self, len: usize) -> Vec<u8> {
+        self.output_in(0, len)
+    }
+
+    fn output_in(&self, slot: usize, len: usize) -> Vec<u8> {
         // SAFETY: single-threaded test.
-        let output = unsafe { self.region.exchange().output() };
+        let output = unsafe { self.exchange(slot).output() };
         output[..len].to_vec()
     }
 
+    /// Offset of the frame slot (what messages name).
     fn slot(&self) -> u32 {
-        self.region.exchange_offset() as u32
+        self.slot_at(0)
+    }
+
+    fn slot_at(&self, slot: usize) -> u32 {
+        self.region.slot_offset(slot).unwrap() as u32
     }
 
     fn infer_msg(&self, id: u32, priority: Priority, input_len: usize) -> Message {
+        self.infer_msg_in(0, id, priority, input_len)
+    }
+
+    fn infer_msg_in(&self, slot: usize, id: u32, priority: Priority, input_len: usize) -> Message {
+        let capacity = SLOTS.input_capacity(slot).unwrap();
         Message {
             msg_id: id,
             msg_type: MSG_TYPE_INFER_REQ,
             priority: priority as u8,
-            payload_offset: self.slot(),
-            payload_len: infer_payload_len(input_len).unwrap_or(0),
+            payload_offset: self.slot_at(slot),
+            payload_len: infer_payload_len(input_len, capacity).unwrap_or(0),
             ..Message::default()
         }
     }
 
     fn lookup_msg(&self, id: u32, name: &[u8]) -> Message {
+        self.lookup_msg_in(0, id, name)
+    }
+
+    fn lookup_msg_in(&self, slot: usize, id: u32, name: &[u8]) -> Message {
         let mut field = [0u8; MODEL_NAME_SIZE];
         field[..name.len()].copy_from_slice(name);
-        self.region.exchange().set_model_name(&field);
+        self.exchange(slot).set_model_name(&field);
         Message {
             msg_id: id,
             msg_type: MSG_TYPE_MODEL_LOAD,
             priority: Priority::Normal as u8,
-            payload_offset: self.slot(),
+            payload_offset: self.slot_at(slot),
             payload_len: LOOKUP_PAYLOAD_LEN,
             ..Message::default()
         }
     }
 
-    /// Step the scheduler until the inference in flight is answered.
+    /// Step the scheduler until an inference in flight is answered.
     fn finish(&mut self) -> Message {
         for _ in 0..64 {
-            if let Some(done) = self.server.complete(&mut self.rt, &mut self.sender) {
+            if let Some(done) = self.server.complete(&mut self.rt, &self.port, &self.ledger) {
                 let reply = self.reply().expect("a reply for the completion");
                 assert_eq!(reply.msg_id, done.msg_id);
                 assert_eq!(reply.status, done.status);
@@ -250,7 +305,7 @@ fn lookup_rejects_hostile_names() {
     run(|h| {
         // Unterminated: 32 name bytes, no NUL.
         let msg = h.lookup_msg(1, b"kws");
-        h.region.exchange().set_model_name(&[b'k'; MODEL_NAME_SIZE]);
+        h.exchange(0).set_model_name(&[b'k'; MODEL_NAME_SIZE]);
         h.refused(msg, Errno::Inval);
         // Not UTF-8.
         let msg = h.lookup_msg(2, &[0xFF, 0xFE, b'k']);
@@ -260,41 +315,51 @@ fn lookup_rejects_hostile_names() {
         h.refused(msg, Errno::Inval);
         // Payload that does not describe the header.
         let msg = Message {
-            payload_len: 0,
+            payload_len: LOOKUP_PAYLOAD_LEN + 4,
             ..h.lookup_msg(4, b"kws")
         };
         h.refused(msg, Errno::BadMsg);
-        assert_eq!(h.server.stats().violations, 4);
+        // No payload at all names no slot.
+        let msg = Message {
+            payload_len: 0,
+            ..h.lookup_msg(5, b"kws")
+        };
+        h.refused(msg, Errno::Fault);
+        assert_eq!(h.server.stats().violations, 5);
     });
 }
 
 #[test]
 fn infer_runs_the_slot_input_and_answers_with_the_output_length() {
     run(|h| {
-        for (seq, (model, len, out_len)) in [
-            (h.kws, KWS_IN, KWS_OUT),
-            (h.face, FACE_IN, FACE_OUT),
-            (h.kws, KWS_IN, KWS_OUT),
+        for (seq, (slot, model, len, out_len)) in [
+            (0, h.kws, KWS_IN, KWS_OUT),
+            (0, h.face, FACE_IN, FACE_OUT),
+            (3, h.kws, KWS_IN, KWS_OUT),
+            (1, h.kws, KWS_IN, KWS_OUT),
         ]
         .into_iter()
         .enumerate()
         {
             let id = 10 + seq as u32;
-            h.stage(model.raw(), len as u32, id);
-            let d = h.handle(h.infer_msg(id, Priority::RealTime, len));
+            h.stage_in(slot, model.raw(), len as u32, id);
+            let d = h.handle(h.infer_msg_in(slot, id, Priority::RealTime, len));
             assert!(matches!(d, Disposition::Accepted { .. }), "{d:?}");
             assert!(h.server.is_busy());
+            assert_eq!(h.server.busy_mask(), 1 << slot);
             assert!(h.reply().is_none(), "no reply before the job finishes");
             let reply = h.finish();
             assert_eq!(reply.msg_type, MSG_TYPE_INFER_RESP);
             assert_eq!(reply.priority, Priority::RealTime as u8);
             assert_eq!(reply.status, out_len as i32);
+            // The reply names the slot it hands back, and the output's length.
+            assert_eq!(reply.payload_offset, h.slot_at(slot));
+            assert_eq!(usize::from(reply.payload_len), out_len);
             assert_eq!(
-                reply.payload_offset,
-                h.slot() + EXCHANGE_OUTPUT_OFFSET as u32
+                h.output_in(slot, out_len),
+                h.expected_in(slot, model, len, out_len)
             );
-            assert_eq!(h.output(out_len), h.expected(model, len, out_len));
-            let header = h.region.exchange().read_header();
+            let header = h.exchange(slot).read_header();
             assert_eq!(
                 (header.output_len, header.infer_status),
                 (out_len as u32, 0)
@@ -302,7 +367,7 @@ fn infer_runs_the_slot_input_and_answers_with_the_output_length() {
             assert!(!h.server.is_busy());
         }
         let s = h.server.stats();
-        assert_eq!((s.requests, s.served, s.errors, s.timed), (3, 3, 0, 3));
+        assert_eq!((s.requests, s.served, s.errors, s.timed), (4, 4, 0, 4));
         // The fake clock moves only in the NPU: latency is exactly its delay.
         assert_eq!(s.latency_max_us, NPU_US);
         assert_eq!(s.latency_average_us(), NPU_US);
@@ -321,11 +386,20 @@ fn overlong_input_len_is_refused_before_anything_runs() {
             // The payload claims the whole slot input, so only the header lies.
             let msg = h.infer_msg(id, Priority::Normal, EXCHANGE_INPUT_SIZE);
             h.refused(msg, Errno::TooBig);
-            let header = h.region.exchange().read_header();
+            let header = h.exchange(0).read_header();
+            assert_eq!(header.infer_status, Errno::TooBig.negative());
+        }
+        // A small slot's capacity is its own: 4,096 bytes, not the frame's.
+        let small = SLOTS.small_input as usize;
+        for (id, len) in [(4, small as u32 + 1), (5, FACE_IN as u32)] {
+            h.stage_in(2, h.face.raw(), len, id);
+            let msg = h.infer_msg_in(2, id, Priority::Normal, small);
+            h.refused(msg, Errno::TooBig);
+            let header = h.exchange(2).read_header();
             assert_eq!(header.infer_status, Errno::TooBig.negative());
         }
         let s = h.server.stats();
-        assert_eq!((s.errors, s.violations, s.served), (3, 3, 0));
+        assert_eq!((s.errors, s.violations, s.served), (5, 5, 0));
     });
 }
 
@@ -504,41 +578,51 @@ fn a_second_slot_request_while_busy_is_refused_without_touching_the_slot() {
             Disposition::Accepted { .. }
         ));
         let status = Message {
-            msg_id: 2,
-            msg_type: MSG_TYPE_STATUS_REQ,
             timestamp_us: 1234,
-            ..Message::default()
+            ..status_req(2, 0)
         };
-        assert_eq!(
-            h.handle(status),
-            Disposition::Answered {
-                status: STATUS_SLOT_HELD
-            }
-        );
+        // The status is the mask of held slots: the frame slot.
+        assert_eq!(h.handle(status), Disposition::Answered { status: 0b0001 });
         let pong = h.reply().unwrap();
         assert_eq!(
-            (pong.msg_type, pong.msg_id, pong.timestamp_us),
-            (MSG_TYPE_STATUS_RESP, 2, 1234)
+            (pong.msg_type, pong.msg_id, pong.timestamp_us, pong.status),
+            (MSG_TYPE_STATUS_RESP, 2, 1234, 0b0001)
         );
         h.refused(h.infer_msg(3, Priority::RealTime, KWS_IN), Errno::Busy);
         h.refused(h.lookup_msg(4, b"kws"), Errno::Busy);
         // The refusals wrote nothing: the header and input are the first request's.
-        let header = h.region.exchange().read_header();
+        let header = h.exchange(0).read_header();
+        assert_eq!(
+            (header.model, header.input_len),
+            (h.face.raw(), FACE_IN as u32)
+        );
         assert_eq!(header.infer_status, 0);
-        let reply = h.finish();
-        assert_eq!((reply.msg_id, reply.status), (1, FACE_OUT as i32));
+        // Another slot is free meanwhile.
+        h.stage_in(2, h.kws.raw(), KWS_IN as u32, 5);
+        assert!(matches!(
+            h.handle(h.infer_msg_in(2, 5, Priority::Normal, KWS_IN)),
+            Disposition::Accepted { .. }
+        ));
+        h.handle(Message {
+            msg_id: 6,
+            ..status
+        });
+        assert_eq!(h.reply().unwrap().status, 0b0101);
+        let first = h.finish();
+        let second = h.finish();
+        let mut done = [(first.msg_id, first.status), (second.msg_id, second.status)];
+        done.sort_unstable();
+        assert_eq!(done, [(1, FACE_OUT as i32), (5, KWS_OUT as i32)]);
         assert_eq!(h.output(FACE_OUT), expected);
         assert_eq!(
             h.handle(Message {
-                msg_id: 5,
+                msg_id: 7,
                 ..status
             }),
-            Disposition::Answered {
-                status: STATUS_SLOT_FREE
-            }
+            Disposition::Answered { status: 0 }
         );
         let s = h.server.stats();
-        assert_eq!((s.busy, s.status, s.served), (2, 2, 1));
+        assert_eq!((s.busy, s.status, s.served), (2, 3, 2));
     });
 }
 
@@ -555,7 +639,7 @@ fn npu_failures_propagate_as_the_runtimes_errno() {
         let io = Errno::Io.negative();
         let ok = KWS_OUT as i32;
         assert_eq!(statuses, [ok, io, ok, io, ok, io]);
-        let header = h.region.exchange().read_header();
+        let header = h.exchange(0).read_header();
         assert_eq!((header.output_len, header.infer_status), (0, io));
         let s = h.server.stats();
         assert_eq!((s.served, s.errors, s.violations), (3, 3, 0));
@@ -648,7 +732,7 @@ fn a_remote_realtime_request_runs_at_the_next_stage_boundary_of_a_local_job() {
                 finished: true
             }
         );
-        let done = h.server.complete(&mut h.rt, &mut h.sender).unwrap();
+        let done = h.server.complete(&mut h.rt, &h.port, &h.ledger).unwrap();
         assert_eq!(done.status, FACE_OUT as i32);
         assert_eq!(done.latency_us, NPU_US, "no local stage ran in between");
         assert_eq!(h.rt.clock.now_us() - accepted_at, NPU_US);
@@ -663,43 +747,49 @@ fn a_remote_realtime_request_runs_at_the_next_stage_boundary_of_a_local_job() {
 }
 
 #[test]
-fn poll_serves_requests_from_the_dispatch_inbox() {
+fn poll_serves_requests_the_intake_forwarded() {
     run(|h| {
-        // CPU1's producer and CPU0's dispatcher on the ring CPU1→CPU0.
+        // CPU1's producer and CPU0's intake on the ring CPU1→CPU0.
         let ring = h.region.ring(Direction::Cpu1ToCpu0);
         // SAFETY: the only producer and consumer of this ring.
         let (mut cpu1, consumer) = unsafe { (Producer::attach(ring), Consumer::attach(ring)) };
+        let mut intake = Intake::new(&h.region, consumer);
         let inbox: Inbox<HostSemaphore, 16> = Inbox::new(HostSemaphore::new());
-        let mut dispatcher = Dispatcher::new(consumer, &inbox);
         h.stage(h.kws.raw(), KWS_IN as u32, 1);
         cpu1.push(h.infer_msg(1, Priority::Normal, KWS_IN)).unwrap();
-        cpu1.push(Message {
-            msg_id: 2,
-            msg_type: MSG_TYPE_STATUS_REQ,
-            ..Message::default()
-        })
-        .unwrap();
-        assert_eq!(dispatcher.dispatch_all(), 2);
+        cpu1.push(status_req(2, 0)).unwrap();
+        assert_eq!(intake.drain(&h.ledger, &inbox, &h.port), 2);
+        // The status was answered at the front door, behind the request.
+        let pong = h.reply().unwrap();
+        assert_eq!(
+            (pong.msg_id, pong.msg_type, pong.status),
+            (2, MSG_TYPE_STATUS_RESP, 1)
+        );
+        assert_eq!(h.ledger.mask(), 1);
         let mut replies = Vec::new();
         for _ in 0..8 {
             h.server
-                .poll(&inbox, &mut h.rt, &mut h.sender, Timeout::NoWait);
+                .poll(&inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
             while let Some(r) = h.reply() {
                 replies.push((r.msg_id, r.msg_type, r.status));
             }
         }
-        assert_eq!(
-            replies,
-            [
-                (2, MSG_TYPE_STATUS_RESP, STATUS_SLOT_HELD),
-                (1, MSG_TYPE_INFER_RESP, KWS_OUT as i32)
-            ]
-        );
+        assert_eq!(replies, [(1, MSG_TYPE_INFER_RESP, KWS_OUT as i32)]);
         assert_eq!(h.output(KWS_OUT), h.expected(h.kws, KWS_IN, KWS_OUT));
+        assert_eq!(h.ledger.mask(), 0, "released after the reply");
+        let i = intake.stats();
+        assert_eq!((i.requests, i.status, i.forwarded), (2, 1, 1));
+        let s = h.server.stats();
+        assert_eq!((s.requests, s.served, s.status), (1, 1, 0));
+        let all = i.merged(&s);
+        assert_eq!(
+            (all.requests, all.served, all.status, all.errors),
+            (3, 1, 1, 0)
+        );
         // Idle: waits `idle` for the inbox and does nothing.
         assert_eq!(
             h.server
-                .poll(&inbox, &mut h.rt, &mut h.sender, Timeout::Millis(1)),
+                .poll(&inbox, &mut h.rt, &h.port, &h.ledger, Timeout::Millis(1)),
             0
         );
     });
@@ -734,5 +824,403 @@ fn export_checks_sizes_names_and_capacity() {
             Ok(())
         );
         assert_eq!(ServeError::ModelTooLarge.to_errno(), Errno::TooBig);
+    });
+}
+
+/// CPU1's producer and CPU0's intake on the ring CPU1→CPU0, and the inbox
+/// between the intake and the serving layer.
+fn with_intake(
+    h: &mut H<'_, '_>,
+    test: impl FnOnce(
+        &mut H<'_, '_>,
+        &mut Producer<'_, N>,
+        &mut Intake<'_, N>,
+        &Inbox<HostSemaphore, 16>,
+    ),
+) {
+    let ring = h.region.ring(Direction::Cpu1ToCpu0);
+    // SAFETY: the only producer and consumer of this ring.
+    let (mut cpu1, consumer) = unsafe { (Producer::attach(ring), Consumer::attach(ring)) };
+    let mut intake = Intake::new(&h.region, consumer);
+    let inbox: Inbox<HostSemaphore, 16> = Inbox::new(HostSemaphore::new());
+    test(h, &mut cpu1, &mut intake, &inbox);
+}
+
+#[test]
+fn k_slots_are_served_concurrently_and_realtime_overtakes_normal() {
+    run(|h| {
+        with_intake(h, |h, cpu1, intake, inbox| {
+            // Four requests, one per slot; the last one is REALTIME.
+            let plan = [
+                (0, h.face, FACE_IN, FACE_OUT, Priority::Normal),
+                (1, h.kws, KWS_IN, KWS_OUT, Priority::Normal),
+                (2, h.kws, KWS_IN, KWS_OUT, Priority::Normal),
+                (3, h.kws, KWS_IN, KWS_OUT, Priority::RealTime),
+            ];
+            let mut expected = Vec::new();
+            for (k, &(slot, model, len, out_len, priority)) in plan.iter().enumerate() {
+                let id = k as u32 + 1;
+                h.stage_in(slot, model.raw(), len as u32, 100 + id);
+                expected.push(h.expected_in(slot, model, len, out_len));
+                cpu1.push(h.infer_msg_in(slot, id, priority, len)).unwrap();
+            }
+            cpu1.push(status_req(5, 0)).unwrap();
+            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 5);
+            // Every slot held, before the serving thread even looked.
+            let pong = h.reply().unwrap();
+            assert_eq!((pong.msg_id, pong.status), (5, 0b1111));
+            assert_eq!(h.server.estimate_us(h.kws), None);
+            let mut order = Vec::new();
+            for _ in 0..16 {
+                h.server
+                    .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
+                if order.is_empty() {
+                    assert_eq!(h.server.busy_mask(), 0b0111, "K in flight at once");
+                }
+                while let Some(r) = h.reply() {
+                    order.push((r.msg_id, r.status));
+                }
+            }
+            // REALTIME first, then the NORMAL ones in arrival order.
+            assert_eq!(
+                order,
+                [
+                    (4, KWS_OUT as i32),
+                    (1, FACE_OUT as i32),
+                    (2, KWS_OUT as i32),
+                    (3, KWS_OUT as i32)
+                ]
+            );
+            for (k, &(slot, _, _, out_len, _)) in plan.iter().enumerate() {
+                assert_eq!(h.output_in(slot, out_len), expected[k], "slot {slot}");
+            }
+            assert_eq!(h.ledger.mask(), 0);
+            // Accept-to-reply on the fake clock: all four accepted at 0, one
+            // invoke each, in the order above. Estimates fold as est += (s - est) / 4.
+            let kws = 700 + (2100 - 700) / 4;
+            let kws = kws + (2800 - kws) / 4;
+            assert_eq!(h.server.estimate_us(h.kws), Some(kws));
+            assert_eq!(h.server.estimate_us(h.face), Some(1400));
+            assert_eq!(h.region.service_time(h.kws.raw()), Some(kws));
+            assert_eq!(h.region.service_time(h.face.raw()), Some(1400));
+            assert_eq!(h.region.service_time(h.hidden.raw()), None);
+            let s = h.server.stats();
+            assert_eq!((s.served, s.errors, s.latency_max_us), (4, 0, 2800));
+        });
+    });
+}
+
+#[test]
+fn the_intake_answers_status_and_refuses_bad_requests_without_the_serving_layer() {
+    run(|h| {
+        with_intake(h, |h, cpu1, intake, inbox| {
+            let expect_reply = |h: &mut H<'_, '_>, id: u32, msg_type: u8, status: i32| {
+                let r = h.reply().expect("an answer from the intake");
+                assert_eq!((r.msg_id, r.msg_type, r.status), (id, msg_type, status));
+                r
+            };
+            cpu1.push(status_req(1, 0)).unwrap();
+            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 1);
+            let pong = expect_reply(h, 1, MSG_TYPE_STATUS_RESP, 0);
+            assert_eq!(pong.timestamp_us, 1001, "the requester's timestamp echoed");
+
+            // A request takes its slot; the status shows it held.
+            h.stage(h.face.raw(), FACE_IN as u32, 2);
+            let expected = h.expected(h.face, FACE_IN, FACE_OUT);
+            cpu1.push(h.infer_msg(2, Priority::Normal, FACE_IN))
+                .unwrap();
+            cpu1.push(status_req(3, 0)).unwrap();
+            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 2);
+            expect_reply(h, 3, MSG_TYPE_STATUS_RESP, 0b0001);
+
+            // A second request naming the held slot: -EBUSY, slot untouched.
+            cpu1.push(h.infer_msg(4, Priority::RealTime, FACE_IN))
+                .unwrap();
+            cpu1.push(h.lookup_msg_in(3, 5, b"kws")).unwrap();
+            let busy_lookup = Message {
+                payload_offset: h.slot(),
+                ..h.lookup_msg_in(3, 6, b"kws")
+            };
+            cpu1.push(busy_lookup).unwrap();
+            // Unknown flag bits: -EINVAL, on a slot request and on a status.
+            let flagged = Message {
+                status: 0x4 | REQUEST_FLAG_POLLED,
+                ..h.infer_msg_in(1, 7, Priority::Normal, KWS_IN)
+            };
+            cpu1.push(flagged).unwrap();
+            cpu1.push(status_req(8, 1 << 30)).unwrap();
+            // Naming no slot, unsupported, a stray response, a bad priority.
+            let off_slot = Message {
+                payload_offset: h.slot_at(1) + 64,
+                ..h.infer_msg_in(1, 9, Priority::Normal, KWS_IN)
+            };
+            cpu1.push(off_slot).unwrap();
+            let unload = Message {
+                msg_id: 10,
+                msg_type: MSG_TYPE_MODEL_UNLOAD,
+                ..Message::default()
+            };
+            cpu1.push(unload).unwrap();
+            let stray = Message {
+                msg_id: 11,
+                msg_type: MSG_TYPE_INFER_RESP,
+                ..Message::default()
+            };
+            cpu1.push(stray).unwrap();
+            let bad_priority = Message {
+                priority: 9,
+                ..h.infer_msg_in(2, 12, Priority::Normal, KWS_IN)
+            };
+            cpu1.push(bad_priority).unwrap();
+            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 9);
+            expect_reply(h, 4, MSG_TYPE_INFER_RESP, Errno::Busy.negative());
+            // A lookup on a free small slot goes through to the serving layer.
+            expect_reply(h, 6, MSG_TYPE_MODEL_LOAD, Errno::Busy.negative());
+            let r = expect_reply(h, 7, MSG_TYPE_INFER_RESP, Errno::Inval.negative());
+            assert_eq!(r.payload_len, 0, "a refusal hands no slot back");
+            expect_reply(h, 8, MSG_TYPE_STATUS_RESP, Errno::Inval.negative());
+            expect_reply(h, 9, MSG_TYPE_INFER_RESP, Errno::Fault.negative());
+            expect_reply(h, 10, MSG_TYPE_MODEL_UNLOAD, Errno::NotSup.negative());
+            expect_reply(h, 12, MSG_TYPE_INFER_RESP, Errno::BadMsg.negative());
+            assert!(h.reply().is_none(), "the stray response is dropped");
+            // Refused requests took no slot; the holder's slot is untouched.
+            assert_eq!(h.ledger.mask(), 0b1001);
+            let header = h.exchange(0).read_header();
+            assert_eq!(
+                (header.model, header.input_len),
+                (h.face.raw(), FACE_IN as u32)
+            );
+            let i = intake.stats();
+            // The flagged status is a refusal, not a status answered.
+            assert_eq!(
+                (i.requests, i.status, i.forwarded, i.ignored),
+                (12, 2, 2, 1)
+            );
+            assert_eq!((i.busy, i.errors, i.violations), (2, 7, 7));
+            assert_eq!(
+                h.server.stats().requests,
+                0,
+                "the serving layer saw nothing yet"
+            );
+
+            // The serving layer answers the two it was handed, correctly.
+            let mut answered = Vec::new();
+            for _ in 0..8 {
+                h.server
+                    .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
+                while let Some(r) = h.reply() {
+                    answered.push((r.msg_id, r.msg_type, r.status));
+                }
+            }
+            assert_eq!(
+                answered,
+                [
+                    (5, MSG_TYPE_MODEL_LOAD, h.kws.raw() as i32),
+                    (2, MSG_TYPE_INFER_RESP, FACE_OUT as i32)
+                ]
+            );
+            assert_eq!(h.output(FACE_OUT), expected);
+            assert_eq!(h.ledger.mask(), 0);
+            // Every reply rang the doorbell but the refusal of request 7,
+            // which asked to poll (a known flag, honoured on the refusal).
+            assert_eq!((h.bell.rings(), h.bell.events()), (10, 1));
+        });
+    });
+}
+
+#[test]
+fn unknown_flag_bits_are_refused_by_the_serving_layer_too() {
+    run(|h| {
+        h.stage(h.kws.raw(), KWS_IN as u32, 1);
+        for (id, flags) in [(1, 2), (2, i32::MIN), (3, -1)] {
+            let msg = Message {
+                status: flags,
+                ..h.infer_msg(id, Priority::Normal, KWS_IN)
+            };
+            h.refused(msg, Errno::Inval);
+            h.refused(
+                Message {
+                    msg_id: 10 + id,
+                    ..status_req(0, flags)
+                },
+                Errno::Inval,
+            );
+        }
+        let s = h.server.stats();
+        assert_eq!((s.errors, s.violations, s.served), (6, 6, 0));
+        // The defined flag is accepted.
+        let msg = Message {
+            status: REQUEST_FLAG_POLLED,
+            ..h.infer_msg(4, Priority::Normal, KWS_IN)
+        };
+        assert!(matches!(h.handle(msg), Disposition::Accepted { .. }));
+        assert_eq!(h.finish().status, KWS_OUT as i32);
+    });
+}
+
+#[test]
+fn polled_requests_are_answered_without_a_doorbell_interrupt() {
+    run(|h| {
+        with_intake(h, |h, cpu1, intake, inbox| {
+            cpu1.push(status_req(1, REQUEST_FLAG_POLLED)).unwrap();
+            h.stage_in(3, h.kws.raw(), KWS_IN as u32, 2);
+            let polled = Message {
+                status: REQUEST_FLAG_POLLED,
+                ..h.infer_msg_in(3, 2, Priority::Normal, KWS_IN)
+            };
+            cpu1.push(polled).unwrap();
+            // A polled request refused (its slot is held) is answered polled too.
+            cpu1.push(Message {
+                msg_id: 3,
+                ..polled
+            })
+            .unwrap();
+            intake.drain(&h.ledger, inbox, &h.port);
+            while h
+                .server
+                .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait)
+                > 0
+            {}
+            let mut replies = Vec::new();
+            while let Some(r) = h.reply() {
+                replies.push((r.msg_id, r.status));
+            }
+            assert_eq!(
+                replies,
+                [(1, 0), (3, Errno::Busy.negative()), (2, KWS_OUT as i32)]
+            );
+            assert_eq!(
+                (h.bell.rings(), h.bell.events()),
+                (0, 3),
+                "events, no interrupts"
+            );
+            // An interrupt-driven request rings.
+            cpu1.push(status_req(4, 0)).unwrap();
+            intake.drain(&h.ledger, inbox, &h.port);
+            assert_eq!(h.reply().unwrap().msg_id, 4);
+            assert_eq!((h.bell.rings(), h.bell.events()), (1, 3));
+        });
+    });
+}
+
+#[test]
+fn each_slot_checks_the_models_output_against_its_own_capacity() {
+    run(|h| {
+        let wide =
+            h.rt.registry
+                .register(&desc("wide", &[8], 2 * SLOTS.small_output as usize))
+                .unwrap();
+        h.server
+            .export(&*h.rt.registry, &mut *h.rt.pipelines, wide)
+            .unwrap();
+        h.stage_in(1, wide.raw(), 8, 1);
+        h.refused(h.infer_msg_in(1, 1, Priority::Normal, 8), Errno::TooBig);
+        assert_eq!(
+            h.exchange(1).read_header().infer_status,
+            Errno::TooBig.negative()
+        );
+        // The frame slot's output holds it.
+        h.stage(wide.raw(), 8, 2);
+        assert!(matches!(
+            h.handle(h.infer_msg(2, Priority::Normal, 8)),
+            Disposition::Accepted { .. }
+        ));
+        let reply = h.finish();
+        assert_eq!(reply.status, 2 * SLOTS.small_output as i32);
+        assert_eq!(
+            h.output(2048),
+            h.expected(wide, 8, 2 * SLOTS.small_output as usize)
+        );
+    });
+}
+
+/// A reply port that runs a hook right after each push: what CPU0's
+/// doorbell ISR does when it preempts the serving thread there.
+struct Preempted<'p, P> {
+    port: &'p P,
+    hook: std::cell::RefCell<Box<dyn FnMut() + 'p>>,
+}
+
+impl<P: synaptic_serve::ReplyPort> synaptic_serve::ReplyPort for Preempted<'_, P> {
+    fn reply(
+        &self,
+        reply: synaptic_abi::ValidMessage,
+        polled: bool,
+    ) -> Result<(), synaptic_ipc::IpcError> {
+        let pushed = self.port.reply(reply, polled);
+        (self.hook.borrow_mut())();
+        pushed
+    }
+}
+
+#[test]
+fn a_request_sent_the_moment_cpu1_has_the_reply_is_not_refused() {
+    run(|h| {
+        with_intake(h, |h, cpu1, intake, inbox| {
+            let region = h.region;
+            let kws = h.kws;
+            h.stage(kws.raw(), KWS_IN as u32, 1);
+            cpu1.push(h.infer_msg(1, Priority::Normal, KWS_IN)).unwrap();
+            let next = h.infer_msg(2, Priority::Normal, KWS_IN);
+            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 1);
+            let mut second_input = Vec::new();
+            let mut seen = Vec::new();
+            {
+                let (replies, ledger, port) = (&mut h.replies, &h.ledger, &h.port);
+                let (second_input, seen) = (&mut second_input, &mut seen);
+                let (cpu1, intake_in_hook) = (&mut *cpu1, &mut *intake);
+                let mut fired = false;
+                let preempted = Preempted {
+                    port,
+                    hook: std::cell::RefCell::new(Box::new(move || {
+                        if fired {
+                            return;
+                        }
+                        fired = true;
+                        // CPU1 pops the reply: the slot is its own again ...
+                        let reply = replies.pop().unwrap().unwrap();
+                        seen.push((reply.msg_id, reply.status));
+                        // ... stages the next input and sends it, with a status.
+                        let exchange = region.exchange(0).unwrap();
+                        exchange.set_request(kws.raw(), KWS_IN as u32);
+                        // SAFETY: CPU1 owns the slot between the reply and its request.
+                        let input = unsafe { exchange.input_mut() };
+                        for (i, b) in input[..KWS_IN].iter_mut().enumerate() {
+                            *b = input_byte(2, i);
+                        }
+                        second_input.extend_from_slice(&input[..KWS_IN]);
+                        cpu1.push(next).unwrap();
+                        cpu1.push(status_req(3, 0)).unwrap();
+                        // CPU0's ISR runs before the serving layer goes on.
+                        assert_eq!(intake_in_hook.drain(ledger, inbox, port), 2);
+                        while let Some(r) = replies.pop().unwrap() {
+                            seen.push((r.msg_id, r.status));
+                        }
+                    })),
+                };
+                // One turn: accept request 1, run it, answer it (the hook
+                // runs inside that answer).
+                h.server
+                    .poll(inbox, &mut h.rt, &preempted, &h.ledger, Timeout::NoWait);
+            }
+            // Reply 1, then the status (slot 0 held: by request 2 now). No -EBUSY.
+            assert_eq!(seen, [(1, KWS_OUT as i32), (3, 0b0001)]);
+            assert_eq!(h.ledger.mask(), 0b0001, "request 2 holds the slot");
+            let mut replies = Vec::new();
+            for _ in 0..4 {
+                h.server
+                    .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
+                while let Some(r) = h.reply() {
+                    replies.push((r.msg_id, r.status));
+                }
+            }
+            assert_eq!(replies, [(2, KWS_OUT as i32)]);
+            let mut expected = vec![0u8; KWS_OUT];
+            stub_output(SEED, kws.raw(), &second_input, &mut expected);
+            assert_eq!(h.output(KWS_OUT), expected);
+            assert_eq!(h.ledger.mask(), 0);
+            let i = intake.stats();
+            assert_eq!((i.busy, i.errors, i.forwarded), (0, 0, 2));
+        });
     });
 }

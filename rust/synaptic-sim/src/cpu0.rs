@@ -1,17 +1,28 @@
-//! The simulated CPU0: a dispatch thread that moves CPU1's messages from the
-//! ring into an inbox, and a serving thread that owns the runtime (registry,
-//! stub NPU, pipelines, scheduler) and the serving layer.
+//! The simulated CPU0: an "ISR" thread, the single consumer of the ring
+//! CPU1→CPU0, running [`Intake::drain`] on each doorbell (and on a 2 ms
+//! timeout, as a lost doorbell's fallback), and a serving thread that owns
+//! the runtime (registry, stub NPU, pipelines, scheduler) and the serving
+//! layer.
 //!
-//! The serving thread's loop is the runtime thread of the real CPU0: take
-//! every waiting request, run one scheduler step (a local job's stage or a
-//! remote inference), answer a finished inference, and sleep on the inbox
-//! only when there is nothing to do. Requests are therefore noticed at every
-//! stage boundary, which is what bounds a remote `RealTime` request's wait
-//! to one stage of a preemptible local job.
+//! The intake answers `STATUS_REQ` itself with the slot ledger's mask, so a
+//! status round trip never waits for the serving thread; slot requests are
+//! marked held and posted to the serving thread's inbox. The serving
+//! thread's loop is one turn of [`Server::poll`] spelled out (take every
+//! waiting request, run one scheduler step, take what arrived meanwhile,
+//! answer finished inferences, sleep on the inbox only when there was
+//! nothing to do), so that the trace sees every request, step and answer,
+//! and injection can act between them. Requests are therefore noticed at
+//! every stage boundary, which is what bounds a remote `RealTime` request's
+//! wait to one stage of a preemptible local job; up to one request per
+//! exchange slot is in the scheduler at once.
 //!
 //! Invariants: the runtime lives on the serving thread only (its fake clock
-//! is not `Sync`); injection goes through [`Cpu0Control`]'s atomics, checked
-//! before every request, after every step, and inside every local stage.
+//! is not `Sync`); CPU0's one sender is shared by both threads behind a
+//! mutex ([`SharedSender`]), and every reply is logged under one more lock
+//! taken around the push, so [`Cpu0Report::answered`] is in ring order;
+//! injection goes through [`Cpu0Control`]'s atomics, checked before every
+//! drain, before every request, after every step, and inside every local
+//! stage and NPU invoke.
 
 use std::cell::RefCell;
 use std::num::NonZeroU32;
@@ -21,8 +32,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use synaptic_abi::{MessageType, Priority, ValidMessage};
-use synaptic_ipc::host::{HostSemaphore, SemaphoreDoorbell};
-use synaptic_ipc::{DispatchStats, Dispatcher, Inbox, Semaphore, Sender, Timeout};
+use synaptic_ipc::host::HostSemaphore;
+use synaptic_ipc::{Doorbell, Inbox, IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{TensorMeta, TensorRef};
 use synaptic_runtime::npu::{NpuDevice, StubNpu};
@@ -33,13 +44,21 @@ use synaptic_runtime::registry::{ModelHandle, Registry};
 use synaptic_runtime::sched::{JobId, JobRequest, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, Delay, FakeClock};
 use synaptic_serve::host::MonotonicClock;
-use synaptic_serve::{Disposition, Runtime, ServeStats, Server, SharedRegion};
+use synaptic_serve::{
+    Disposition, Intake, ReplyPort, Runtime, ServeStats, Server, SharedRegion, SharedSender,
+    SlotLedger,
+};
 
 use crate::models::{FACE, KWS, SEED};
 use crate::RING;
 
-/// Entries of CPU0's inbox between its dispatch and serving threads.
+/// Entries of CPU0's inbox between its intake and serving threads (at
+/// least one per exchange slot: the intake never posts more).
 pub const INBOX_ENTRIES: usize = 16;
+
+/// Jobs the simulated scheduler holds: one per exchange slot, the local
+/// job, and one spare.
+const MAX_JOBS: usize = 6;
 
 /// Fake time a local pre/postprocessing stage takes, microseconds.
 pub const STAGE_US: u64 = 250;
@@ -164,14 +183,23 @@ pub enum Event {
 /// What CPU0 did during a simulation.
 #[derive(Clone, Debug, Default)]
 pub struct Cpu0Report {
-    /// The serving layer's counters.
+    /// The serving layer's counters (slot requests the intake forwarded).
     pub stats: ServeStats,
-    /// CPU0's dispatcher counters.
-    pub dispatch: DispatchStats,
-    /// Every request taken from the inbox, in order: id and type.
+    /// The intake's counters: every message popped, statuses answered,
+    /// requests refused at the front door, requests forwarded.
+    pub intake: ServeStats,
+    /// Every slot request the serving thread took from the inbox, in
+    /// order: id and type.
     pub received: Vec<(u32, MessageType)>,
-    /// Every reply pushed, in order: id, type, status.
+    /// Every reply pushed (by the intake or the serving thread), in ring
+    /// order: id, type, status.
     pub answered: Vec<(u32, MessageType, i32)>,
+    /// Most exchange slots held by inferences at once.
+    pub max_in_flight: u32,
+    /// Doorbell interrupts rung to CPU1 (replies to requests that sleep).
+    pub doorbells: u32,
+    /// Events signalled to CPU1 instead (replies to requests that poll).
+    pub doorbell_events: u32,
     /// The trace (when [`Cpu0Config::trace`] is on).
     pub events: Vec<Event>,
 }
@@ -192,8 +220,13 @@ pub struct Cpu0Control {
     step_delay_us: AtomicU64,
     start_local: AtomicBool,
     local_steps: AtomicU32,
-    dispatched: AtomicU32,
+    forwarded: AtomicU32,
+    serving_stalled: AtomicBool,
+    doorbells: AtomicU32,
+    doorbell_events: AtomicU32,
+    replies: AtomicU32,
     stats: Mutex<ServeStats>,
+    intake: Mutex<ServeStats>,
     events: Mutex<Vec<Event>>,
 }
 
@@ -210,8 +243,13 @@ impl Default for Cpu0Control {
             step_delay_us: AtomicU64::new(0),
             start_local: AtomicBool::new(false),
             local_steps: AtomicU32::new(0),
-            dispatched: AtomicU32::new(0),
+            forwarded: AtomicU32::new(0),
+            serving_stalled: AtomicBool::new(false),
+            doorbells: AtomicU32::new(0),
+            doorbell_events: AtomicU32::new(0),
+            replies: AtomicU32::new(0),
             stats: Mutex::new(ServeStats::default()),
+            intake: Mutex::new(ServeStats::default()),
             events: Mutex::new(Vec::new()),
         }
     }
@@ -227,30 +265,40 @@ fn nap() {
 }
 
 impl Cpu0Control {
-    /// Stall CPU0: both threads stop at their next check (the serving thread
-    /// finishes the step it is in) until [`resume`](Self::resume).
+    /// Stall CPU0: both threads stop at their next check (the intake takes
+    /// no more doorbells, the serving thread finishes the step it is in)
+    /// until [`resume`](Self::resume).
     pub fn stall(&self) {
         self.stalled.store(true, Ordering::SeqCst);
+    }
+
+    /// Stall only the serving thread (at its next check, as
+    /// [`stall`](Self::stall)); the intake keeps draining the ring,
+    /// answering statuses and forwarding slot requests, as the doorbell ISR
+    /// of a CPU0 whose runtime thread is busy does.
+    pub fn stall_serving(&self) {
+        self.serving_stalled.store(true, Ordering::SeqCst);
     }
 
     /// Let a stalled (or held) CPU0 run again.
     pub fn resume(&self) {
         self.stalled.store(false, Ordering::SeqCst);
+        self.serving_stalled.store(false, Ordering::SeqCst);
         self.held.store(false, Ordering::SeqCst);
     }
 
     /// Hold the serving thread inside the local job's stage that runs when
     /// `local_steps` steps have completed, as if that stage were still
-    /// computing; the dispatch thread keeps running (on the target it is
-    /// the doorbell ISR and a higher-priority thread), so a request sent
-    /// meanwhile arrives mid-stage. [`resume`](Self::resume) ends the stage.
+    /// computing; the intake keeps running (on the target it is the
+    /// doorbell ISR), so a request sent meanwhile arrives mid-stage.
+    /// [`resume`](Self::resume) ends the stage.
     pub fn hold_in_local_step(&self, local_steps: u32) {
         self.hold_in_local_step.store(local_steps, Ordering::SeqCst);
     }
 
     /// Hold the serving thread inside the next NPU invoke (remote or
     /// local), as if the inference were still computing, until
-    /// [`resume`](Self::resume); the dispatch thread keeps running.
+    /// [`resume`](Self::resume); the intake keeps running.
     pub fn hold_next_invoke(&self) {
         self.hold_next_invoke.store(true, Ordering::SeqCst);
     }
@@ -289,14 +337,34 @@ impl Cpu0Control {
         self.local_steps.load(Ordering::SeqCst)
     }
 
-    /// Messages CPU0's dispatcher has put in the inbox so far.
-    pub fn dispatched(&self) -> u32 {
-        self.dispatched.load(Ordering::SeqCst)
+    /// Slot requests CPU0's intake has posted to the serving thread so far.
+    pub fn forwarded(&self) -> u32 {
+        self.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// Replies CPU0 has pushed so far (intake and serving thread).
+    pub fn replies(&self) -> u32 {
+        self.replies.load(Ordering::SeqCst)
+    }
+
+    /// Doorbell interrupts CPU0 has rung to CPU1 so far.
+    pub fn doorbells(&self) -> u32 {
+        self.doorbells.load(Ordering::SeqCst)
+    }
+
+    /// Wake-up events (no interrupt) CPU0 has signalled to CPU1 so far.
+    pub fn doorbell_events(&self) -> u32 {
+        self.doorbell_events.load(Ordering::SeqCst)
     }
 
     /// The serving layer's counters as of its last turn with work.
     pub fn serve_stats(&self) -> ServeStats {
         *lock(&self.stats)
+    }
+
+    /// The intake's counters as of its last drain.
+    pub fn intake_stats(&self) -> ServeStats {
+        *lock(&self.intake)
     }
 
     /// The trace so far.
@@ -324,6 +392,9 @@ impl Cpu0Control {
 
     fn park_while_stalled(&self, serving: bool) {
         self.park_while(&self.stalled, serving);
+        if serving {
+            self.park_while(&self.serving_stalled, true);
+        }
     }
 
     fn park_while(&self, flag: &AtomicBool, serving: bool) {
@@ -430,22 +501,97 @@ impl SimClock {
     }
 }
 
-/// CPU0's dispatch thread: the single consumer of the ring CPU1→CPU0.
-pub(crate) fn dispatch(
+/// CPU0's doorbell to CPU1: gives CPU1's doorbell semaphore (what the
+/// interrupt does there), or only signals an event for a poller; counts
+/// both in the control.
+#[derive(Debug)]
+pub struct Cpu0Doorbell<'a> {
+    peer: &'a HostSemaphore,
+    control: &'a Cpu0Control,
+}
+
+impl<'a> Cpu0Doorbell<'a> {
+    pub(crate) fn new(peer: &'a HostSemaphore, control: &'a Cpu0Control) -> Self {
+        Cpu0Doorbell { peer, control }
+    }
+}
+
+impl Doorbell for Cpu0Doorbell<'_> {
+    fn ring(&self) {
+        self.control.doorbells.fetch_add(1, Ordering::SeqCst);
+        self.peer.give();
+    }
+
+    fn event(&self) {
+        // An `sev`: nothing to give, CPU1's poller is looking anyway.
+        self.control.doorbell_events.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// CPU0's one sender, shared by the intake and the serving thread.
+pub(crate) type Cpu0Sender<'a> =
+    SharedSender<'a, RING, Cpu0Doorbell<'a>, Mutex<Sender<'a, RING, Cpu0Doorbell<'a>>>>;
+
+/// CPU0's reply port: the shared sender, with every pushed reply logged in
+/// ring order (the log's lock is held around the push).
+pub(crate) struct Replies<'a> {
+    sender: Cpu0Sender<'a>,
+    log: Mutex<Vec<(u32, MessageType, i32)>>,
+    control: &'a Cpu0Control,
+}
+
+impl<'a> Replies<'a> {
+    pub(crate) fn new(producer: Producer<'a, RING>, doorbell: Cpu0Doorbell<'a>) -> Self {
+        let control = doorbell.control;
+        Replies {
+            sender: SharedSender::new(Sender::new(producer, doorbell)),
+            log: Mutex::new(Vec::new()),
+            control,
+        }
+    }
+
+    pub(crate) fn into_log(self) -> Vec<(u32, MessageType, i32)> {
+        self.log
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ReplyPort for Replies<'_> {
+    fn reply(&self, reply: ValidMessage, polled: bool) -> Result<(), IpcError> {
+        let mut log = lock(&self.log);
+        let pushed = self.sender.reply(reply, polled);
+        if pushed.is_ok() {
+            log.push((reply.msg_id, reply.msg_type, reply.status));
+            self.control.replies.fetch_add(1, Ordering::SeqCst);
+        }
+        pushed
+    }
+}
+
+/// CPU0's doorbell ISR, as a thread: on each doorbell (or every 2 ms, a
+/// lost doorbell's fallback) drain the ring CPU1→CPU0 through the intake.
+pub(crate) fn isr(
     requests: Consumer<'_, RING>,
+    region: &SharedRegion<'_, RING>,
+    ledger: &SlotLedger,
     inbox: &Inbox<HostSemaphore, INBOX_ENTRIES>,
+    replies: &Replies<'_>,
     doorbell: &HostSemaphore,
     control: &Cpu0Control,
-) -> DispatchStats {
-    let mut dispatcher = Dispatcher::new(requests, inbox);
+) -> ServeStats {
+    let mut intake = Intake::new(region, requests);
     while !control.stopped() {
         control.park_while_stalled(false);
-        dispatcher.wait_and_dispatch(doorbell, Timeout::Millis(2));
-        control
-            .dispatched
-            .store(dispatcher.stats().queued, Ordering::SeqCst);
+        let _ = doorbell.take(Timeout::Millis(2));
+        // A stalled CPU0 takes no interrupt: the ring keeps its messages.
+        control.park_while_stalled(false);
+        while intake.drain(ledger, inbox, replies) == RING {}
+        let stats = intake.stats();
+        control.forwarded.store(stats.forwarded, Ordering::SeqCst);
+        *lock(&control.intake) = stats;
     }
-    dispatcher.stats()
+    intake.stats()
 }
 
 fn local_pipeline<const P: usize, const S: usize>(
@@ -470,21 +616,12 @@ fn local_pipeline<const P: usize, const S: usize>(
     id
 }
 
-/// What a reply to a request of `msg_type` is called.
-fn reply_type(msg_type: MessageType) -> MessageType {
-    match msg_type {
-        MessageType::InferReq => MessageType::InferResp,
-        MessageType::StatusReq => MessageType::StatusResp,
-        other => other,
-    }
-}
-
 /// CPU0's serving thread: the runtime, the serving layer, the local job.
 pub(crate) fn serve(
     region: SharedRegion<'_, RING>,
     inbox: &Inbox<HostSemaphore, INBOX_ENTRIES>,
-    replies: Producer<'_, RING>,
-    cpu1_doorbell: &HostSemaphore,
+    replies: &Replies<'_>,
+    ledger: &SlotLedger,
     control: &Arc<Cpu0Control>,
     config: &Cpu0Config,
 ) -> Cpu0Report {
@@ -503,7 +640,7 @@ pub(crate) fn serve(
     npu.fail_every(config.fail_every);
     npu.fail_on_marker(config.fail_on_marker);
     let mut pool: PipelinePool<4, MAX_STAGES> = PipelinePool::new();
-    let mut server: Server<'_> = Server::new(&region);
+    let mut server: Server<'_, RING> = Server::new(&region);
     server
         .export(&registry, &mut pool, face)
         .expect("export face");
@@ -516,8 +653,8 @@ pub(crate) fn serve(
     // The local job's input must outlive the scheduler, which borrows it.
     let local_input = vec![1u8; KWS.input_len()];
     let local_meta = KWS.desc().input;
-    let mut work = vec![0u8; 16 * 1024];
-    let mut scheduler: Scheduler<'_, 4> = Scheduler::new(&mut work);
+    let mut work = vec![0u8; 24 * 1024];
+    let mut scheduler: Scheduler<'_, MAX_JOBS> = Scheduler::new(&mut work);
     let mut core = Core {
         server,
         rt: Runtime {
@@ -528,7 +665,8 @@ pub(crate) fn serve(
             clock: &clock,
             profiler: None,
         },
-        sender: Sender::new(replies, SemaphoreDoorbell::new(cpu1_doorbell)),
+        replies,
+        ledger,
         control,
         trace: config.trace,
         report: Cpu0Report::default(),
@@ -554,16 +692,17 @@ pub(crate) fn serve(
                 core.local_job = Some((id, job));
             }
         }
-        let mut busy = false;
-        while let Ok(msg) = inbox.receive(Timeout::NoWait) {
-            core.handle(&msg);
+        // One turn of `Server::poll`, step by step.
+        let mut busy = core.take_requests(inbox);
+        if core.step() {
             busy = true;
+            control.park_while_stalled(true);
+            // What arrived during the step is queued while its result is fresh.
+            core.take_requests(inbox);
         }
-        busy |= core.step();
-        control.park_while_stalled(true);
         busy |= core.complete();
         if !busy {
-            // Nothing to do: sleep on the inbox (the doorbell wakes it).
+            // Nothing to do: sleep on the inbox (the intake's post wakes it).
             if let Ok(msg) = inbox.receive(Timeout::Millis(2)) {
                 core.handle(&msg);
                 busy = true;
@@ -580,11 +719,13 @@ pub(crate) fn serve(
     report
 }
 
-/// The serving thread's state.
-struct Core<'a, 'e> {
-    server: Server<'a>,
-    rt: Runtime<'e, 'a, StubNpu<&'e SimClock>, SimClock, 4, 4, MAX_STAGES, 4>,
-    sender: Sender<'a, RING, SemaphoreDoorbell<'e>>,
+/// The serving thread's state (`'a`: what the scheduler's jobs borrow,
+/// `'p`: the reply port's ring, invariant behind its mutex).
+struct Core<'a, 'e, 'p> {
+    server: Server<'a, RING>,
+    rt: Runtime<'e, 'a, StubNpu<&'e SimClock>, SimClock, 4, 4, MAX_STAGES, MAX_JOBS>,
+    replies: &'e Replies<'p>,
+    ledger: &'e SlotLedger,
     control: &'e Cpu0Control,
     trace: bool,
     report: Cpu0Report,
@@ -592,7 +733,7 @@ struct Core<'a, 'e> {
     local_steps: u32,
 }
 
-impl Core<'_, '_> {
+impl Core<'_, '_, '_> {
     fn record(&self, event: Event) {
         if self.trace {
             lock(&self.control.events).push(event);
@@ -601,6 +742,16 @@ impl Core<'_, '_> {
 
     fn now(&self) -> u64 {
         self.rt.clock.now_us()
+    }
+
+    /// Handle every request waiting in the inbox; returns whether there was one.
+    fn take_requests(&mut self, inbox: &Inbox<HostSemaphore, INBOX_ENTRIES>) -> bool {
+        let mut any = false;
+        while let Ok(msg) = inbox.receive(Timeout::NoWait) {
+            self.handle(&msg);
+            any = true;
+        }
+        any
     }
 
     fn handle(&mut self, msg: &ValidMessage) {
@@ -614,24 +765,23 @@ impl Core<'_, '_> {
         });
         match self
             .server
-            .handle_valid(msg, &mut self.rt, &mut self.sender)
+            .handle_valid(msg, &mut self.rt, self.replies, self.ledger)
         {
-            Disposition::Answered { status } => {
-                self.report
-                    .answered
-                    .push((msg.msg_id, reply_type(msg.msg_type), status));
-                self.record(Event::Answered {
+            Disposition::Answered { status } => self.record(Event::Answered {
+                msg_id: msg.msg_id,
+                status,
+                local_steps: self.local_steps,
+                at_us: self.now(),
+            }),
+            Disposition::Accepted { .. } => {
+                let in_flight = self.server.busy_mask().count_ones();
+                self.report.max_in_flight = self.report.max_in_flight.max(in_flight);
+                self.record(Event::Accepted {
                     msg_id: msg.msg_id,
-                    status,
                     local_steps: self.local_steps,
                     at_us: self.now(),
                 });
             }
-            Disposition::Accepted { .. } => self.record(Event::Accepted {
-                msg_id: msg.msg_id,
-                local_steps: self.local_steps,
-                at_us: self.now(),
-            }),
             Disposition::Ignored => {}
         }
     }
@@ -646,7 +796,7 @@ impl Core<'_, '_> {
         else {
             return false;
         };
-        let remote = self.server.in_flight_job() == Some(job);
+        let remote = self.server.in_flight_jobs().any(|j| j == job);
         if !remote {
             self.local_steps += 1;
             self.control
@@ -683,14 +833,15 @@ impl Core<'_, '_> {
         true
     }
 
-    /// Answer a finished inference; returns whether one was answered.
+    /// Answer finished inferences (one step finishes at most one job, and
+    /// this runs after every step); returns whether one was answered.
     fn complete(&mut self) -> bool {
-        let Some(done) = self.server.complete(&mut self.rt, &mut self.sender) else {
+        let Some(done) = self
+            .server
+            .complete(&mut self.rt, self.replies, self.ledger)
+        else {
             return false;
         };
-        self.report
-            .answered
-            .push((done.msg_id, MessageType::InferResp, done.status));
         self.record(Event::Answered {
             msg_id: done.msg_id,
             status: done.status,

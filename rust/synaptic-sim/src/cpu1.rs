@@ -1,50 +1,85 @@
 //! The simulated CPU1: one *life* at a time. A life attaches to the live
-//! indices of both rings, builds a fresh client and dispatch thread, runs
-//! the application body on the calling thread, then drops all of it. The
-//! next life is a CPU1 reset: it starts from the shared buffer alone.
+//! indices of both rings (CPU1's `attach`: announce the layout version,
+//! check the control block, set `cpu1_ready`), builds a fresh client and,
+//! unless told otherwise, a dispatch thread that calls
+//! [`Client::dispatch`] after each doorbell (and after 2 ms without one, a
+//! lost doorbell's fallback); runs the application body on the calling thread,
+//! which may start any number of CPU1 threads sharing the client; then
+//! drops all of it. The next life is a CPU1 reset: it starts from the
+//! shared buffer alone.
 //!
 //! Invariants: lives never overlap (each holds the only producer of
-//! CPU1→CPU0 and the only consumer of CPU0→CPU1 while it runs); every reply
-//! a life's dispatcher pops is recorded before the client sees it.
+//! CPU1→CPU0 and the only consumer of CPU0→CPU1 while it runs); a life's
+//! threads all end before the life does.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
 
-use synaptic_abi::{Core, Direction, MessageType, Priority, ValidMessage};
+use synaptic_abi::{Direction, Priority, ValidMessage};
 use synaptic_ipc::host::{HostSemaphore, SemaphoreDoorbell};
-use synaptic_ipc::{DispatchStats, Dispatcher, Handler, Inbox, Semaphore, Timeout};
+use synaptic_ipc::{Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::registry::ModelHandle;
+use synaptic_serve::client::ClientConfig;
 use synaptic_serve::host::MonotonicClock;
-use synaptic_serve::{Caller, Client, ClientError, ClientStats};
+use synaptic_serve::{Client, ClientError, ClientStats, SharedRegion, Wait};
 
 use crate::models::{expected_output, fill_input, SimModel};
 use crate::{Cpu0Control, Sim, StopOnDrop, RING};
 
+/// CPU1's sender: the producer of CPU1→CPU0 and the doorbell to CPU0.
+pub type Cpu1Sender<'r> = Sender<'r, RING, SemaphoreDoorbell<'r>>;
+
 /// The client as the simulated CPU1 builds it: host doorbell to CPU0, host
-/// semaphore, monotonic clock, `std::sync::Mutex` as the local lock.
+/// semaphores, monotonic clock, `std::sync::Mutex` as both local locks.
 pub type SimClient<'r> = Client<
     'r,
     RING,
     SemaphoreDoorbell<'r>,
     HostSemaphore,
     MonotonicClock,
-    Mutex<Caller<'r, RING, SemaphoreDoorbell<'r>>>,
+    Mutex<Cpu1Sender<'r>>,
+    Mutex<Consumer<'r, RING>>,
 >;
+
+/// How one CPU1 life is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cpu1Config {
+    /// The client's poll threshold: [`Wait::Auto`] polls when CPU0's
+    /// published estimate for the model is at most this (0: never).
+    pub poll_threshold_us: u32,
+    /// Whether the life runs a dispatch thread. Without one only polling
+    /// callers drain the reply ring.
+    pub dispatch_thread: bool,
+    /// How long the dispatch thread sleeps without a doorbell before it
+    /// drains the ring anyway (a lost doorbell's cost).
+    pub dispatch_fallback: Duration,
+}
+
+impl Default for Cpu1Config {
+    fn default() -> Self {
+        Cpu1Config {
+            poll_threshold_us: 0,
+            dispatch_thread: true,
+            dispatch_fallback: Duration::from_millis(2),
+        }
+    }
+}
 
 /// What one CPU1 life did.
 #[derive(Clone, Debug, Default)]
 pub struct Cpu1Report {
     /// The client's counters.
     pub client: ClientStats,
-    /// CPU1's dispatcher counters.
-    pub dispatch: DispatchStats,
-    /// Every reply popped, in order: type, id, status.
-    pub replies: Vec<(MessageType, u32, i32)>,
     /// The first message id this life used (from the live ring head).
     pub first_id: u32,
+    /// Doorbells that woke the dispatch thread (its semaphore given).
+    pub doorbell_wakes: u32,
+    /// Messages the dispatch thread popped (the rest were popped by
+    /// polling callers).
+    pub dispatched: u32,
 }
 
 /// A checked inference.
@@ -54,29 +89,49 @@ pub struct Checked {
     pub len: usize,
     /// Whether they equal the stub NPU's output for the staged input.
     pub correct: bool,
+    /// The exchange slot the request used.
+    pub slot: usize,
+}
+
+/// Which exchange slot a request reserves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotChoice {
+    /// The smallest free slot the input fits ([`Client::reserve`]).
+    Smallest,
+    /// The frame slot ([`Client::session`], the single-request API).
+    Frame,
+}
+
+/// How a checked inference is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Its class.
+    pub priority: Priority,
+    /// How the caller waits.
+    pub wait: Wait,
+    /// Which slot it reserves.
+    pub slot: SlotChoice,
+    /// For the reservation and for the reply.
+    pub timeout: Timeout,
+}
+
+impl Request {
+    /// The smallest fitting slot, [`Wait::Auto`].
+    pub fn new(priority: Priority, timeout: Timeout) -> Self {
+        Request {
+            priority,
+            wait: Wait::Auto,
+            slot: SlotChoice::Smallest,
+            timeout,
+        }
+    }
 }
 
 /// A CPU1 life as the test body sees it.
 pub struct Cpu1<'c, 'r> {
     client: &'c SimClient<'r>,
     control: &'c Cpu0Control,
-}
-
-/// Records each reply, then hands it to the client (the dispatch thread's
-/// view of a life).
-struct Recorder<'c, 'r> {
-    client: &'c SimClient<'r>,
-    replies: Mutex<Vec<(MessageType, u32, i32)>>,
-}
-
-impl Handler for Recorder<'_, '_> {
-    fn handle(&self, msg: &ValidMessage) {
-        self.replies
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((msg.msg_type, msg.msg_id, msg.status));
-        self.client.handle(msg);
-    }
+    bell: &'c HostSemaphore,
 }
 
 impl<'r> Cpu1<'_, 'r> {
@@ -90,6 +145,11 @@ impl<'r> Cpu1<'_, 'r> {
         self.control
     }
 
+    /// CPU1's doorbell semaphore (given by CPU0's doorbell interrupt).
+    pub fn doorbell(&self) -> &HostSemaphore {
+        self.bell
+    }
+
     /// Resolve `model` by name.
     ///
     /// # Errors
@@ -99,12 +159,13 @@ impl<'r> Cpu1<'_, 'r> {
         self.client.model_lookup(model.name, timeout)
     }
 
-    /// Stage request `seq`'s tensor for `model` in the slot, infer, and
-    /// compare the output with the stub NPU's for that tensor.
+    /// Stage request `seq`'s tensor for `model` in the smallest free slot it
+    /// fits, infer ([`Wait::Auto`]), and compare the output with the stub
+    /// NPU's for that tensor.
     ///
     /// # Errors
     ///
-    /// As [`Client::session`] and `Session::infer`.
+    /// As [`Client::reserve`] and `Session::infer`.
     pub fn infer(
         &self,
         model: &SimModel,
@@ -113,7 +174,7 @@ impl<'r> Cpu1<'_, 'r> {
         priority: Priority,
         timeout: Timeout,
     ) -> Result<Checked, ClientError> {
-        self.infer_with(model, handle, priority, timeout, |input| {
+        self.request(model, handle, Request::new(priority, timeout), |input| {
             fill_input(seq, input)
         })
     }
@@ -122,7 +183,7 @@ impl<'r> Cpu1<'_, 'r> {
     ///
     /// # Errors
     ///
-    /// As [`Client::session`] and `Session::infer`.
+    /// As [`Client::reserve`] and `Session::infer`.
     pub fn infer_with(
         &self,
         model: &SimModel,
@@ -131,33 +192,121 @@ impl<'r> Cpu1<'_, 'r> {
         timeout: Timeout,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<Checked, ClientError> {
+        self.request(model, handle, Request::new(priority, timeout), fill)
+    }
+
+    /// A checked inference made as `request` says, with the caller's fill.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::reserve`] (or [`Client::session`]) and
+    /// `Session::infer_with`.
+    pub fn request(
+        &self,
+        model: &SimModel,
+        handle: ModelHandle,
+        request: Request,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<Checked, ClientError> {
         let len = model.input_len();
-        let mut session = self.client.session(timeout)?;
+        let mut session = match request.slot {
+            SlotChoice::Smallest => self.client.reserve(len, request.timeout)?,
+            SlotChoice::Frame => self.client.session(request.timeout)?,
+        };
+        let slot = session.slot();
         let input = &mut session.infer_input()[..len];
         fill(input);
         let expected = expected_output(handle, input, model.output);
         let mut out = [0u8; 64];
-        let n = session.infer(handle, len, &mut out, priority, timeout)?;
+        let n = session.infer_with(
+            handle,
+            len,
+            &mut out,
+            request.priority,
+            request.wait,
+            request.timeout,
+        )?;
         Ok(Checked {
             len: n,
             correct: out[..n] == expected[..],
+            slot,
         })
     }
 }
 
+/// A CPU1 life without a client: its sender and the consumer of its
+/// replies, for tests that play a buggy or hostile peer.
+pub struct RawCpu1<'c, 'r> {
+    region: SharedRegion<'r, RING>,
+    sender: Cpu1Sender<'r>,
+    replies: Consumer<'r, RING>,
+    bell: &'c HostSemaphore,
+}
+
+impl<'r> RawCpu1<'_, 'r> {
+    /// The shared region.
+    pub fn region(&self) -> SharedRegion<'r, RING> {
+        self.region
+    }
+
+    /// Send `msg` with the next id (and ring CPU0); returns the id.
+    ///
+    /// # Panics
+    ///
+    /// When the ring is full or corrupt.
+    pub fn send(&mut self, msg: ValidMessage) -> u32 {
+        self.sender.send(msg).expect("ring CPU1→CPU0")
+    }
+
+    /// The next reply, waiting up to `timeout` (on the doorbell, or polling
+    /// every millisecond for one pushed without a doorbell).
+    ///
+    /// # Panics
+    ///
+    /// When the ring is corrupt or the reply does not decode.
+    pub fn receive(&mut self, timeout: Duration) -> Option<ValidMessage> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(raw) = self.replies.pop().expect("ring CPU0→CPU1") {
+                return Some(ValidMessage::try_from(raw).expect("a well-formed reply"));
+            }
+            if start.elapsed() >= timeout {
+                return None;
+            }
+            let _ = self.bell.take(Timeout::Millis(1));
+        }
+    }
+}
+
 impl<'s> Sim<'s> {
-    /// Run one CPU1 life: attach to the live rings, start a dispatch thread,
-    /// run `body`, then stop and drop everything CPU1 had.
+    /// Run one CPU1 life with a dispatch thread and no poll threshold:
+    /// attach to the live rings, run `body`, then stop and drop everything
+    /// CPU1 had.
+    ///
+    /// # Panics
+    ///
+    /// As [`cpu1_with`](Self::cpu1_with).
+    pub fn cpu1<T>(&self, body: impl FnOnce(&Cpu1<'_, 's>) -> T) -> (T, Cpu1Report) {
+        self.cpu1_with(Cpu1Config::default(), body)
+    }
+
+    /// Run one CPU1 life built as `config` says.
     ///
     /// # Panics
     ///
     /// When called while another life runs (from its body or another
-    /// thread), and when `body` or the dispatch thread panics.
-    pub fn cpu1<T>(&self, body: impl FnOnce(&Cpu1<'_, 's>) -> T) -> (T, Cpu1Report) {
+    /// thread), when CPU1's attach refuses the region, and when `body` or
+    /// the dispatch thread panics.
+    pub fn cpu1_with<T>(
+        &self,
+        config: Cpu1Config,
+        body: impl FnOnce(&Cpu1<'_, 's>) -> T,
+    ) -> (T, Cpu1Report) {
         let overlapping = self.cpu1_alive.swap(true, Ordering::SeqCst);
         assert!(!overlapping, "CPU1 lives must not overlap");
         let _alive = StopOnDrop(|| self.cpu1_alive.store(false, Ordering::SeqCst));
         let region = self.region;
+        synaptic_serve::boot::attach(&region).expect("CPU1 attaches to the region");
         // SAFETY: `cpu1_alive` makes lives exclusive, and every handle of a
         // life is dropped before it ends, so these are the only producer of
         // CPU1→CPU0 and the only consumer of CPU0→CPU1 while they live.
@@ -171,58 +320,97 @@ impl<'s> Sim<'s> {
         let client: SimClient<'s> = Client::attach(
             &region,
             producer,
+            consumer,
             SemaphoreDoorbell::new(self.cpu0_bell),
-            HostSemaphore::new(),
+            HostSemaphore::new,
             MonotonicClock::new(),
+            ClientConfig {
+                poll_threshold_us: config.poll_threshold_us,
+                relax: thread::yield_now,
+            },
         );
-        let recorder = Recorder {
-            client: &client,
-            replies: Mutex::new(Vec::new()),
-        };
-        let inbox: Inbox<HostSemaphore, 4> = Inbox::new(HostSemaphore::new());
         let stop = AtomicBool::new(false);
-        region.set_ready(Core::Cpu1);
-        let (value, dispatch) = thread::scope(|s| {
+        let fallback = u32::try_from(config.dispatch_fallback.as_millis())
+            .unwrap_or(u32::MAX)
+            .max(1);
+        let wakes = AtomicU32::new(0);
+        let dispatched = AtomicU32::new(0);
+        let value = thread::scope(|s| {
             let halt = || {
                 stop.store(true, Ordering::SeqCst);
                 self.cpu1_bell.give();
             };
             let guard = StopOnDrop(halt);
-            let dispatch = thread::Builder::new()
-                .name("cpu1-dispatch".into())
-                .spawn_scoped(s, || {
-                    let mut dispatcher = Dispatcher::new(consumer, &inbox);
-                    for t in [
-                        MessageType::InferResp,
-                        MessageType::ModelLoad,
-                        MessageType::StatusResp,
-                    ] {
-                        dispatcher.register(t, &recorder).expect("register");
-                    }
-                    while !stop.load(Ordering::SeqCst) {
-                        dispatcher.wait_and_dispatch(self.cpu1_bell, Timeout::Millis(2));
-                    }
-                    dispatcher.stats()
-                })
-                .expect("spawn CPU1 dispatch thread");
+            let dispatch = config.dispatch_thread.then(|| {
+                thread::Builder::new()
+                    .name("cpu1-dispatch".into())
+                    .spawn_scoped(s, || {
+                        while !stop.load(Ordering::SeqCst) {
+                            if self.cpu1_bell.take(Timeout::Millis(fallback)) {
+                                wakes.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if stop.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            let n = client.dispatch() as u32;
+                            dispatched.fetch_add(n, Ordering::Relaxed);
+                        }
+                    })
+                    .expect("spawn CPU1 dispatch thread")
+            });
             let cpu1 = Cpu1 {
                 client: &client,
                 control: self.control,
+                bell: self.cpu1_bell,
             };
             let value = body(&cpu1);
             drop(guard);
-            (value, dispatch.join().expect("CPU1 dispatch thread"))
+            if let Some(dispatch) = dispatch {
+                dispatch.join().expect("CPU1 dispatch thread");
+            }
+            value
         });
         let report = Cpu1Report {
             client: client.stats(),
-            dispatch,
-            replies: recorder
-                .replies
-                .into_inner()
-                .unwrap_or_else(PoisonError::into_inner),
             first_id,
+            doorbell_wakes: wakes.into_inner(),
+            dispatched: dispatched.into_inner(),
         };
         (value, report)
+    }
+
+    /// Run one CPU1 life without a client: the body plays a CPU1 that
+    /// writes raw messages (a buggy or hostile peer), through [`RawCpu1`].
+    ///
+    /// # Panics
+    ///
+    /// As [`cpu1_with`](Self::cpu1_with).
+    pub fn cpu1_raw<T>(&self, body: impl FnOnce(&mut RawCpu1<'_, 's>) -> T) -> T {
+        let overlapping = self.cpu1_alive.swap(true, Ordering::SeqCst);
+        assert!(!overlapping, "CPU1 lives must not overlap");
+        let _alive = StopOnDrop(|| self.cpu1_alive.store(false, Ordering::SeqCst));
+        let region = self.region;
+        synaptic_serve::boot::attach(&region).expect("CPU1 attaches to the region");
+        // SAFETY: as in `cpu1_with`: lives are exclusive, and these handles
+        // are dropped before the life ends.
+        let (producer, consumer) = unsafe {
+            (
+                Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
+                Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
+            )
+        };
+        let first_id = synaptic_serve::protocol::first_id_after_restart(producer.head());
+        let mut raw = RawCpu1 {
+            region,
+            sender: Sender::with_next_id(
+                producer,
+                SemaphoreDoorbell::new(self.cpu0_bell),
+                first_id,
+            ),
+            replies: consumer,
+            bell: self.cpu1_bell,
+        };
+        body(&mut raw)
     }
 
     /// Wait (polling the CPU0 counters) until `done` holds.

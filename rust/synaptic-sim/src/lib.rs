@@ -1,30 +1,38 @@
 //! Two-core host simulator: CPU0 and CPU1 as threads over one shared buffer
-//! laid out exactly per ABI v1, with reset, stall and delay injection.
+//! laid out exactly per ABI v2, with reset, stall and delay injection.
 //!
 //! The shared buffer is 96 KiB (the platforms' window), 64-byte aligned:
-//! control block, ring CPU0→CPU1, ring CPU1→CPU0, then the payload pool
-//! whose start is the exchange slot ([`window`]). Everything above it is the
-//! real code: `synaptic-ring` rings, `synaptic-ipc` senders, dispatchers and
-//! inboxes with the host semaphore doorbells, `synaptic-runtime`'s registry,
-//! stub NPU and scheduler, and `synaptic-serve`'s server and client.
+//! control block, ring CPU0→CPU1, ring CPU1→CPU0, the service-time table,
+//! then the payload pool holding the K = 4 exchange slots ([`window`]).
+//! Everything above it is the real code: `synaptic-ring` rings,
+//! `synaptic-ipc` senders and inboxes with host semaphore doorbells,
+//! `synaptic-runtime`'s registry, stub NPU and scheduler, and
+//! `synaptic-serve`'s intake, server and client.
 //!
-//! * [`run`] publishes the region, starts CPU0 (a dispatch thread feeding an
-//!   inbox, and a serving thread that owns the runtime and drives the
-//!   scheduler between requests), runs the test body, stops CPU0 and returns
-//!   its [`Cpu0Report`].
+//! * [`run`] publishes the region, starts CPU0 (an "ISR" thread running the
+//!   intake on each doorbell, and a serving thread that owns the runtime and
+//!   drives the scheduler between requests), runs the test body, stops CPU0
+//!   and returns its [`Cpu0Report`].
 //! * [`Sim::cpu1`] runs one *life* of CPU1: it attaches to the live ring
-//!   indices, starts a dispatch thread, runs the body with the client, then
-//!   drops every CPU1 object. Calling it again is a CPU1 reset: only the
-//!   shared buffer survives.
+//!   indices, starts a dispatch thread calling [`Client::dispatch`] on each
+//!   doorbell, runs the body with the client (which may start any number of
+//!   CPU1 threads sharing it), then drops every CPU1 object. Calling it
+//!   again is a CPU1 reset: only the shared buffer survives.
+//!   [`Sim::cpu1_with`] chooses the poll threshold and whether the life has
+//!   a dispatch thread at all; [`Sim::cpu1_raw`] is a life without a
+//!   client, writing raw messages (a buggy or hostile CPU1).
 //! * Injection, through [`Cpu0Control`]: stall CPU0 (both threads park at
-//!   their next check), hold its serving thread in the middle of a chosen
-//!   stage of a local job (requests still arrive), delay every scheduler
-//!   step by a wall-clock amount, start a local job.
+//!   their next check) or only its serving thread, hold the serving thread
+//!   in the middle of a chosen stage of a local job or of the next NPU
+//!   invoke (requests still arrive), delay every scheduler step by a
+//!   wall-clock amount, start a local job.
 //!
 //! Invariants: one producer and one consumer per ring at any time (CPU1's
 //! handles live only inside [`Sim::cpu1`], and lives do not overlap); a
 //! panicking body stops every thread it started (drop guards), so a failed
 //! test fails instead of hanging.
+//!
+//! [`Client::dispatch`]: synaptic_serve::Client::dispatch
 
 pub mod cpu0;
 pub mod cpu1;
@@ -39,14 +47,17 @@ use synaptic_abi::{Direction, RING_ENTRIES_DEFAULT};
 use synaptic_ipc::host::HostSemaphore;
 use synaptic_ipc::Inbox;
 use synaptic_ring::{Consumer, Producer};
-use synaptic_serve::SharedRegion;
+use synaptic_serve::{SharedRegion, SlotLedger};
 
 pub use cpu0::{
-    Cpu0Config, Cpu0Control, Cpu0Report, Event, LocalJob, SimClock, INBOX_ENTRIES, STAGE_US,
+    Cpu0Config, Cpu0Control, Cpu0Doorbell, Cpu0Report, Event, LocalJob, SimClock, INBOX_ENTRIES,
+    STAGE_US,
 };
-pub use cpu1::{Checked, Cpu1, Cpu1Report, SimClient};
+pub use cpu1::{
+    Checked, Cpu1, Cpu1Config, Cpu1Report, Cpu1Sender, RawCpu1, Request, SimClient, SlotChoice,
+};
 pub use models::{expected_output, fill_input, SimModel, FACE, KWS, SEED};
-pub use window::{SharedWindow, SHARED_SIZE};
+pub use window::{SharedWindow, SHARED_SIZE, SLOTS};
 
 /// Ring entries of the simulated region (the Kconfig default).
 pub const RING: usize = RING_ENTRIES_DEFAULT;
@@ -58,6 +69,7 @@ pub struct Sim<'s> {
     cpu1_bell: &'s HostSemaphore,
     control: &'s Arc<Cpu0Control>,
     config: &'s Cpu0Config,
+    ledger: &'s SlotLedger,
     /// A CPU1 life is running (lives must not overlap: each holds ring handles).
     cpu1_alive: AtomicBool,
 }
@@ -76,6 +88,29 @@ impl<'s> Sim<'s> {
     /// CPU0's configuration.
     pub fn config(&self) -> &Cpu0Config {
         self.config
+    }
+
+    /// The exchange slots CPU0 holds now (its ledger's mask, what a
+    /// `STATUS_RESP` reports). A slot stays held for a moment after its
+    /// reply is pushed, until the serving thread releases it.
+    pub fn slots_held(&self) -> u32 {
+        self.ledger.mask()
+    }
+
+    /// Wait until CPU0 holds no exchange slot.
+    ///
+    /// # Panics
+    ///
+    /// After 20 s (the simulation is stuck).
+    pub fn wait_slots_free(&self) {
+        let start = std::time::Instant::now();
+        while self.slots_held() != 0 {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "CPU0 never released its slots"
+            );
+            thread::sleep(std::time::Duration::from_micros(100));
+        }
     }
 }
 
@@ -101,24 +136,30 @@ pub fn run<R>(config: Cpu0Config, body: impl FnOnce(&Sim<'_>) -> R) -> (R, Cpu0R
     let cpu1_bell = HostSemaphore::new();
     let control = Arc::new(Cpu0Control::default());
     let inbox: Inbox<HostSemaphore, INBOX_ENTRIES> = Inbox::new(HostSemaphore::new());
+    let ledger = SlotLedger::new();
     // SAFETY: CPU0's handles: the only consumer of CPU1→CPU0 and the only
     // producer of CPU0→CPU1 for as long as the simulation runs.
-    let (requests, replies) = unsafe {
+    let (requests, producer) = unsafe {
         (
             Consumer::attach(region.ring(Direction::Cpu1ToCpu0)),
             Producer::attach(region.ring(Direction::Cpu0ToCpu1)),
         )
     };
-    thread::scope(|s| {
+    let replies = cpu0::Replies::new(producer, Cpu0Doorbell::new(&cpu1_bell, &control));
+    let (value, intake, mut report) = thread::scope(|s| {
         let stop = StopOnDrop(|| control.stop(&cpu0_bell));
-        let dispatch = thread::Builder::new()
-            .name("cpu0-dispatch".into())
-            .spawn_scoped(s, || cpu0::dispatch(requests, &inbox, &cpu0_bell, &control))
-            .expect("spawn CPU0 dispatch thread");
+        let isr = thread::Builder::new()
+            .name("cpu0-isr".into())
+            .spawn_scoped(s, || {
+                cpu0::isr(
+                    requests, &region, &ledger, &inbox, &replies, &cpu0_bell, &control,
+                )
+            })
+            .expect("spawn CPU0 intake (ISR) thread");
         let serve = thread::Builder::new()
             .name("cpu0-serve".into())
             .spawn_scoped(s, || {
-                cpu0::serve(region, &inbox, replies, &cpu1_bell, &control, &config)
+                cpu0::serve(region, &inbox, &replies, &ledger, &control, &config)
             })
             .expect("spawn CPU0 serving thread");
         control.wait_ready();
@@ -128,13 +169,18 @@ pub fn run<R>(config: Cpu0Config, body: impl FnOnce(&Sim<'_>) -> R) -> (R, Cpu0R
             cpu1_bell: &cpu1_bell,
             control: &control,
             config: &config,
+            ledger: &ledger,
             cpu1_alive: AtomicBool::new(false),
         };
         let value = body(&sim);
         drop(stop);
-        let dispatch = dispatch.join().expect("CPU0 dispatch thread");
-        let mut report = serve.join().expect("CPU0 serving thread");
-        report.dispatch = dispatch;
-        (value, report)
-    })
+        let intake = isr.join().expect("CPU0 intake (ISR) thread");
+        let report = serve.join().expect("CPU0 serving thread");
+        (value, intake, report)
+    });
+    report.intake = intake;
+    report.answered = replies.into_log();
+    report.doorbells = control.doorbells();
+    report.doorbell_events = control.doorbell_events();
+    (value, report)
 }

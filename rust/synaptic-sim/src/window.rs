@@ -9,9 +9,15 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 
+use synaptic_abi::SlotGeometry;
 use synaptic_serve::SharedRegion;
 
 use crate::RING;
+
+/// The exchange slots of the simulated region: K = 4, the frame slot
+/// (27,648 in / 4,096 out) and three small slots (4,096 / 1,024), the
+/// Kconfig default.
+pub const SLOTS: SlotGeometry = SlotGeometry::DEFAULT;
 
 /// Bytes of the shared window (the platforms' 96 KiB).
 pub const SHARED_SIZE: usize = synaptic_abi::memory_map::SHARED_SIZE as usize;
@@ -49,11 +55,12 @@ impl SharedWindow {
         // SAFETY: `base` points to SHARED_SIZE bytes, 64-aligned, that stay
         // allocated for the borrow of `self`; they are reached only through
         // region views (this crate never touches them otherwise).
-        unsafe { SharedRegion::from_raw(self.base, SHARED_SIZE) }.expect("window fits the region")
+        unsafe { SharedRegion::from_raw(self.base, SHARED_SIZE, SLOTS) }
+            .expect("window fits the region")
     }
 
     /// Publish the region as CPU0 does at boot (control block, empty rings,
-    /// zeroed slot) and return the view.
+    /// empty service-time table, zeroed slots) and return the view.
     pub fn publish(&mut self) -> SharedRegion<'_, RING> {
         let region = self.region();
         // SAFETY: `&mut self` proves no other view of this window exists, so

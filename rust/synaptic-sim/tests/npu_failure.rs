@@ -9,9 +9,18 @@ use synaptic_abi::{Errno, Priority};
 use synaptic_ipc::Timeout;
 use synaptic_runtime::npu::FAIL_MARKER;
 use synaptic_serve::ClientError;
-use synaptic_sim::{fill_input, run, Cpu0Config, FACE, KWS};
+use synaptic_sim::{fill_input, run, Cpu0Config, Sim, FACE, KWS};
 
 const TIMEOUT: Timeout = Timeout::Millis(30_000);
+
+/// The `infer_status` word of slot `slot`'s header.
+fn header_status(sim: &Sim<'_>, slot: usize) -> i32 {
+    sim.region()
+        .exchange(slot)
+        .expect("a slot of the geometry")
+        .read_header()
+        .infer_status
+}
 
 #[test]
 fn stub_npu_failures_reach_the_cpu1_caller_as_the_runtimes_errno() {
@@ -32,9 +41,12 @@ fn stub_npu_failures_reach_the_cpu1_caller_as_the_runtimes_errno() {
                 } else {
                     (&KWS, kws)
                 };
+                // One caller: KWS always gets the smallest slot (3), FACE
+                // fits the frame slot (0) only.
+                let slot = if model == &FACE { 0 } else { 3 };
                 let r = cpu1.infer(model, handle, seq, Priority::Normal, TIMEOUT);
-                results.push(r.map(|c| c.correct && c.len == model.output));
-                headers.push(sim.region().exchange().read_header().infer_status);
+                results.push(r.map(|c| c.correct && c.len == model.output && c.slot == slot));
+                headers.push(header_status(sim, slot));
             }
             // Invoke 31: the marker alone fails it; 32 succeeds; 33 fails again.
             for seq in 31..=33u32 {
@@ -45,8 +57,8 @@ fn stub_npu_failures_reach_the_cpu1_caller_as_the_runtimes_errno() {
                         input[0] = FAIL_MARKER;
                     }
                 });
-                results.push(r.map(|c| c.correct && c.len == KWS.output));
-                headers.push(sim.region().exchange().read_header().infer_status);
+                results.push(r.map(|c| c.correct && c.len == KWS.output && c.slot == 3));
+                headers.push(header_status(sim, 3));
             }
             (results, headers)
         });

@@ -6,8 +6,8 @@
 //! The local job is 8 preprocessing stages, the KWS model, 8 postprocessing
 //! stages (17 steps, each stage 250 us of fake time, each invoke 1000 us).
 //! CPU0's serving thread is held in the middle of its 6th step (5 done);
-//! CPU1 sends the request, the test waits until CPU0's dispatch thread has
-//! queued it, then lets the stage finish.
+//! CPU1 sends the request, the test waits until CPU0's intake has
+//! forwarded it to the serving thread, then lets the stage finish.
 
 use std::thread;
 
@@ -52,11 +52,11 @@ fn scenario(local: LocalJob, remote: Priority) -> Measured {
             sim.cpu0().start_local_job();
             sim.cpu0().wait_parked();
             let sent_at = sim.cpu0().local_steps();
-            let queued = sim.cpu0().dispatched();
+            let queued = sim.cpu0().forwarded();
             thread::scope(|s| {
                 let caller = s.spawn(|| cpu1.infer(&FACE, face, 7, remote, LONG));
                 // The request reached CPU0 while the stage is in progress.
-                sim.wait_for(|c| c.dispatched() > queued);
+                sim.wait_for(|c| c.forwarded() > queued);
                 sim.cpu0().resume();
                 let r = caller.join().unwrap();
                 assert_eq!(r.map(|c| c.correct), Ok(true));

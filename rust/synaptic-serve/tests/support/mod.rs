@@ -1,11 +1,12 @@
 //! Test support: a heap stand-in for the shared SRAM window, aligned like
-//! the real one, and a silent doorbell.
+//! the real one, a silent doorbell and a counting one.
 #![allow(dead_code)]
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use synaptic_abi::RING_ENTRIES_DEFAULT;
+use synaptic_abi::{SlotGeometry, RING_ENTRIES_DEFAULT};
 use synaptic_ipc::Doorbell;
 use synaptic_serve::SharedRegion;
 
@@ -13,6 +14,9 @@ use synaptic_serve::SharedRegion;
 pub const N: usize = RING_ENTRIES_DEFAULT;
 /// Bytes of the test region (the platforms' 96 KiB window).
 pub const SIZE: usize = 96 * 1024;
+/// The slot geometry of the test region (K = 4: the frame slot and three
+/// small slots).
+pub const SLOTS: SlotGeometry = SlotGeometry::DEFAULT;
 
 /// Zeroed, 64-byte aligned memory standing in for the shared window.
 pub struct Window {
@@ -32,7 +36,7 @@ impl Window {
     pub fn region(&self) -> SharedRegion<'_, N> {
         // SAFETY: the allocation is SIZE bytes, 64-aligned, lives as long as
         // the borrow of `self`, and is only reached through the region.
-        let region = unsafe { SharedRegion::from_raw(self.ptr, SIZE) }.unwrap();
+        let region = unsafe { SharedRegion::from_raw(self.ptr, SIZE, SLOTS) }.unwrap();
         // SAFETY: no ring handle exists yet.
         unsafe { region.publish() };
         region
@@ -51,4 +55,31 @@ pub struct Silent;
 
 impl Doorbell for Silent {
     fn ring(&self) {}
+}
+
+/// A doorbell that only counts its interrupts and its events.
+#[derive(Default)]
+pub struct Counting {
+    pub rings: AtomicU32,
+    pub events: AtomicU32,
+}
+
+impl Counting {
+    pub fn rings(&self) -> u32 {
+        self.rings.load(Ordering::SeqCst)
+    }
+
+    pub fn events(&self) -> u32 {
+        self.events.load(Ordering::SeqCst)
+    }
+}
+
+impl Doorbell for Counting {
+    fn ring(&self) {
+        self.rings.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn event(&self) {
+        self.events.fetch_add(1, Ordering::SeqCst);
+    }
 }
