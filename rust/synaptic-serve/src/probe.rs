@@ -8,13 +8,14 @@
 use core::cell::{RefCell, RefMut};
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use synaptic_abi::{Message, Priority, ValidMessage, RING_ENTRIES_DEFAULT};
-use synaptic_ipc::{Doorbell, Handler, Semaphore, Timeout};
-use synaptic_ring::Producer;
+use synaptic_abi::{Priority, SlotGeometry, RING_ENTRIES_DEFAULT};
+use synaptic_ipc::{Doorbell, Semaphore, Sender, Timeout};
+use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::registry::ModelHandle;
 use synaptic_runtime::time::Clock;
 
-use crate::client::{Caller, Client, ClientError, LocalLock};
+use crate::client::{Client, ClientConfig, ClientError, Wait};
+use crate::lock::LocalLock;
 use crate::region::SharedRegion;
 
 /// Ring entries of the probe build.
@@ -38,6 +39,10 @@ impl<T> LocalLock<T> for ProbeLock<T> {
 
     fn lock(&self) -> RefMut<'_, T> {
         self.0.borrow_mut()
+    }
+
+    fn try_lock(&self) -> Option<RefMut<'_, T>> {
+        self.0.try_borrow_mut().ok()
     }
 }
 
@@ -81,31 +86,73 @@ pub type ProbeClient = Client<
     ProbeBell,
     ProbeSemaphore,
     ProbeClock,
-    ProbeLock<Caller<'static, N, ProbeBell>>,
+    ProbeLock<Sender<'static, N, ProbeBell>>,
+    ProbeLock<Consumer<'static, N>>,
 >;
+
+fn relax() {
+    core::hint::spin_loop();
+}
 
 /// `Client::attach` over the region at `base`.
 ///
 /// # Safety
 ///
 /// `base` is a valid, 16-aligned region of `size` bytes, only used through
-/// this client, and no other producer of the ring CPU1→CPU0 exists.
+/// this client, and no other producer of the ring CPU1→CPU0 nor consumer
+/// of the ring CPU0→CPU1 exists.
 #[no_mangle]
 pub unsafe fn synaptic_probe_client_attach(
     base: core::ptr::NonNull<u8>,
     size: usize,
 ) -> Option<ProbeClient> {
     // SAFETY: the caller's obligations above.
-    let region = unsafe { SharedRegion::<'static, N>::from_raw(base, size) }.ok()?;
-    // SAFETY: the caller guarantees this is the only producer.
-    let producer = unsafe { Producer::attach(region.ring(synaptic_abi::Direction::Cpu1ToCpu0)) };
+    let region =
+        unsafe { SharedRegion::<'static, N>::from_raw(base, size, SlotGeometry::DEFAULT) }.ok()?;
+    // SAFETY: the caller guarantees these are the only producer and consumer.
+    let (producer, consumer) = unsafe {
+        (
+            Producer::attach(region.ring(synaptic_abi::Direction::Cpu1ToCpu0)),
+            Consumer::attach(region.ring(synaptic_abi::Direction::Cpu0ToCpu1)),
+        )
+    };
+    let config = ClientConfig {
+        poll_threshold_us: 400,
+        relax,
+    };
     Some(Client::attach(
         &region,
         producer,
+        consumer,
         ProbeBell,
-        ProbeSemaphore(AtomicU32::new(0)),
+        || ProbeSemaphore(AtomicU32::new(0)),
         ProbeClock,
+        config,
     ))
+}
+
+/// `reserve` + `infer_input` + `infer_with` (polled).
+#[no_mangle]
+pub fn synaptic_probe_client_infer_polled(
+    client: &ProbeClient,
+    model: u32,
+    len: usize,
+    out: &mut [u8; 64],
+    timeout_ms: i32,
+) -> i32 {
+    let timeout = Timeout::from_c_millis(timeout_ms);
+    let result = client.reserve(len, timeout).and_then(|mut session| {
+        session.infer_input()[0] = len as u8;
+        session.infer_with(
+            ModelHandle::from_raw(model),
+            len,
+            out,
+            Priority::Normal,
+            Wait::Poll,
+            timeout,
+        )
+    });
+    ClientError::status(result)
 }
 
 /// `session` + `infer_input` + `infer`.
@@ -154,8 +201,6 @@ pub fn synaptic_probe_client_ping(client: &ProbeClient, timeout_ms: i32) -> i32 
 
 /// The dispatch thread's call into the client.
 #[no_mangle]
-pub fn synaptic_probe_client_handle(client: &ProbeClient, msg: &Message) {
-    if let Ok(msg) = ValidMessage::try_from(*msg) {
-        client.handle(&msg);
-    }
+pub fn synaptic_probe_client_dispatch(client: &ProbeClient) -> usize {
+    client.dispatch()
 }
