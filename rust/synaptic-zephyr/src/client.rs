@@ -12,7 +12,7 @@
 //! The client ([`ZephyrClient`]) takes requests from any number of CPU1
 //! threads, up to one per exchange slot in flight; it sends under one
 //! `k_mutex` and drains under another, and a polling caller waits with
-//! `wfe` ([`crate::doorbell::wait_for_event`]). It uses no floating point
+//! `wfe` ([`crate::sync::wait_for_event`]). It uses no floating point
 //! (this core has no FPU, and CI checks the image links no soft-float
 //! helper).
 
@@ -89,7 +89,7 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
     };
     let config = ClientConfig {
         poll_threshold_us: POLL_THRESHOLD_US,
-        relax: doorbell::wait_for_event,
+        relax: crate::sync::wait_for_event,
     };
     let client = Client::attach(
         &region,

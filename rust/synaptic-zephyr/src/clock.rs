@@ -101,7 +101,7 @@ impl Delay for ZephyrClock {
             let start = unsafe { raw::k_cycle_get_32() };
             // SAFETY: as above; `wfe` only waits for an event or interrupt.
             while unsafe { raw::k_cycle_get_32() }.wrapping_sub(start) < chunk {
-                crate::doorbell::wait_for_event();
+                crate::sync::wait_for_event();
             }
             left -= u64::from(chunk);
         }

@@ -17,7 +17,7 @@
 //!   ISR, answering status requests and handing slot requests to the
 //!   serving thread).
 //! * Polled completion uses the event register instead: [`Doorbell::event`]
-//!   is `sev`, [`wait_for_event`] is `wfe`. This assumes the peer's `sev`
+//!   is `sev`, [`crate::sync::wait_for_event`] is `wfe`. This assumes the peer's `sev`
 //!   reaches this core's event input (the SSE-200 and the MCXN947 connect
 //!   the two cores' TXEV/RXEV); where it does not, a poller still wakes on
 //!   its next interrupt.
@@ -119,15 +119,6 @@ impl Doorbell for PeerDoorbell {
         // touches no memory, stack or flags.
         unsafe { core::arch::asm!("sev", options(nomem, nostack, preserves_flags)) };
     }
-}
-
-/// Pause a polling loop until an event (the peer's `sev`) or an
-/// interrupt: `wfe`. QEMU treats it as a yield, which lets the other
-/// emulated core run.
-pub fn wait_for_event() {
-    // SAFETY: `wfe` waits for an event or interrupt and touches no memory,
-    // stack or flags; a pending event makes it return at once.
-    unsafe { core::arch::asm!("wfe", options(nomem, nostack, preserves_flags)) };
 }
 
 /// The doorbell ISR of [`init_with_handler`]: call the `fn()` in `ctx`.

@@ -176,3 +176,12 @@ impl<T> LocalLock<T> for IsrLock<T> {
         self.0.try_lock().ok()
     }
 }
+
+/// Pause a polling loop until an event (the peer core's `sev`) or an
+/// interrupt: `wfe`. QEMU treats it as a yield, which lets the other
+/// emulated core run.
+pub fn wait_for_event() {
+    // SAFETY: `wfe` waits for an event or interrupt and touches no memory,
+    // stack or flags; a pending event makes it return at once.
+    unsafe { core::arch::asm!("wfe", options(nomem, nostack, preserves_flags)) };
+}
