@@ -17,7 +17,10 @@ fail=0
 
 for target in "${targets[@]}"; do
     deps="$target_dir/$target/release/deps"
+    # Assembly is written only when the crate is compiled: forget the last
+    # build so a rerun on an unchanged tree emits it again.
     rm -f "$deps"/synaptic_ring-*.s
+    rm -rf "$target_dir/$target/release/.fingerprint"/synaptic-ring-*
     (cd "$root/rust" && RUSTFLAGS="--cfg synaptic_probe" CARGO_TARGET_DIR="$target_dir" \
         cargo rustc -q -p synaptic-ring --lib --release --target "$target" -- --emit asm)
     asm="$(ls "$deps"/synaptic_ring-*.s | head -n 1)"
