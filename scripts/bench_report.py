@@ -131,6 +131,7 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     console, out_dir = sys.argv[1], sys.argv[2]
+    os.makedirs(out_dir, exist_ok=True)
     rows, samples = parse(console)
     if not rows:
         sys.exit(f"bench_report: no BENCH lines in {console}")

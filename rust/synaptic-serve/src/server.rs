@@ -55,7 +55,7 @@ use synaptic_runtime::time::Clock;
 
 use crate::intake::{reply_to, reply_type, wants_poll, Reply, ReplyPort, SlotLedger};
 use crate::protocol;
-use crate::region::SharedRegion;
+use crate::region::{Exchange, SharedRegion};
 
 /// Default number of models a server can export.
 pub const DEFAULT_EXPORTS: usize = 8;
@@ -630,6 +630,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         Ok(())
     }
 
+    /// Slot `slot`, which `msg` names.
+    fn slot_exchange(&self, msg: &ValidMessage, slot: usize) -> Result<Exchange<'a>, ServeError> {
+        self.region
+            .exchange(slot)
+            .ok_or(ServeError::NotExchangeSlot {
+                offset: msg.payload_offset,
+            })
+    }
+
     /// Validate an `INFER_REQ` on slot `slot` and submit its job.
     fn accept<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
         &mut self,
@@ -640,12 +649,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     where
         C: Clock,
     {
-        let exchange = self
-            .region
-            .exchange(slot)
-            .ok_or(ServeError::NotExchangeSlot {
-                offset: msg.payload_offset,
-            })?;
+        let exchange = self.slot_exchange(msg, slot)?;
         // The payload must at least cover the header before it is read.
         let range = msg.payload_range(self.pool.clone())?;
         if range.len() < EXCHANGE_HEADER_SIZE {
@@ -706,12 +710,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         slot: usize,
         registry: &Registry<M>,
     ) -> Result<i32, ServeError> {
-        let exchange = self
-            .region
-            .exchange(slot)
-            .ok_or(ServeError::NotExchangeSlot {
-                offset: msg.payload_offset,
-            })?;
+        let exchange = self.slot_exchange(msg, slot)?;
         self.check_payload(msg, protocol::LOOKUP_PAYLOAD_LEN)?;
         // The one read of the header.
         let header = exchange.read_header();

@@ -302,21 +302,8 @@ impl<'s> Sim<'s> {
         config: Cpu1Config,
         body: impl FnOnce(&Cpu1<'_, 's>) -> T,
     ) -> (T, Cpu1Report) {
-        let overlapping = self.cpu1_alive.swap(true, Ordering::SeqCst);
-        assert!(!overlapping, "CPU1 lives must not overlap");
-        let _alive = StopOnDrop(|| self.cpu1_alive.store(false, Ordering::SeqCst));
+        let (_alive, producer, consumer, first_id) = self.begin_life();
         let region = self.region;
-        synaptic_serve::boot::attach(&region).expect("CPU1 attaches to the region");
-        // SAFETY: `cpu1_alive` makes lives exclusive, and every handle of a
-        // life is dropped before it ends, so these are the only producer of
-        // CPU1→CPU0 and the only consumer of CPU0→CPU1 while they live.
-        let (producer, consumer) = unsafe {
-            (
-                Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
-                Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
-            )
-        };
-        let first_id = synaptic_serve::protocol::first_id_after_restart(producer.head());
         let client: SimClient<'s> = Client::attach(
             &region,
             producer,
@@ -379,20 +366,31 @@ impl<'s> Sim<'s> {
         (value, report)
     }
 
-    /// Run one CPU1 life without a client: the body plays a CPU1 that
-    /// writes raw messages (a buggy or hostile peer), through [`RawCpu1`].
+    /// Start a CPU1 life: mark it alive (lives must not overlap), attach to
+    /// the region, take the ring handles at their live indices and the
+    /// life's first message id. The guard ends the life when dropped.
     ///
     /// # Panics
     ///
-    /// As [`cpu1_with`](Self::cpu1_with).
-    pub fn cpu1_raw<T>(&self, body: impl FnOnce(&mut RawCpu1<'_, 's>) -> T) -> T {
+    /// When another life runs, or CPU1's attach refuses the region.
+    #[allow(clippy::type_complexity)]
+    fn begin_life(
+        &self,
+    ) -> (
+        StopOnDrop<impl Fn() + '_>,
+        Producer<'s, RING>,
+        Consumer<'s, RING>,
+        u32,
+    ) {
         let overlapping = self.cpu1_alive.swap(true, Ordering::SeqCst);
         assert!(!overlapping, "CPU1 lives must not overlap");
-        let _alive = StopOnDrop(|| self.cpu1_alive.store(false, Ordering::SeqCst));
+        let alive = StopOnDrop(|| self.cpu1_alive.store(false, Ordering::SeqCst));
         let region = self.region;
         synaptic_serve::boot::attach(&region).expect("CPU1 attaches to the region");
-        // SAFETY: as in `cpu1_with`: lives are exclusive, and these handles
-        // are dropped before the life ends.
+        // SAFETY: `cpu1_alive` makes lives exclusive, and every handle of a
+        // life is dropped before it ends (the caller drops them before the
+        // guard), so these are the only producer of CPU1→CPU0 and the only
+        // consumer of CPU0→CPU1 while they live.
         let (producer, consumer) = unsafe {
             (
                 Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
@@ -400,6 +398,18 @@ impl<'s> Sim<'s> {
             )
         };
         let first_id = synaptic_serve::protocol::first_id_after_restart(producer.head());
+        (alive, producer, consumer, first_id)
+    }
+
+    /// Run one CPU1 life without a client: the body plays a CPU1 that
+    /// writes raw messages (a buggy or hostile peer), through [`RawCpu1`].
+    ///
+    /// # Panics
+    ///
+    /// As [`cpu1_with`](Self::cpu1_with).
+    pub fn cpu1_raw<T>(&self, body: impl FnOnce(&mut RawCpu1<'_, 's>) -> T) -> T {
+        let (_alive, producer, consumer, first_id) = self.begin_life();
+        let region = self.region;
         let mut raw = RawCpu1 {
             region,
             sender: Sender::with_next_id(

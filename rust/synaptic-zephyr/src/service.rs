@@ -416,8 +416,8 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             work = drain_front();
         }
         // Counters for the shell after every turn that answered something
-        // (or idled); the profile snapshot (a k_mutex) only when idle or
-        // every 64 answers, off the request path.
+        // (or idled); the profile snapshot (a k_mutex) only when idle, at
+        // the first answer and every 64 after, off the request path.
         let answered = server.stats().served.wrapping_add(server.stats().errors);
         if work == 0 || answered != last_answered {
             last_answered = answered;
@@ -426,7 +426,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             if let Some(p) = rt.profiler.as_ref() {
                 STATUS.set_npu_busy_us(p.summary().npu_us);
             }
-            if work == 0 || answered % 64 == 0 {
+            if work == 0 || answered % 64 == 1 {
                 let last = rt.profiler.as_ref().and_then(|p| p.last());
                 if last.is_some() {
                     publish_profile(last);

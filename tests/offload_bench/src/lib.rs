@@ -41,8 +41,10 @@ fn serve_commands(board: &Board) -> bool {
             board.answer(seq, value);
             continue;
         }
-        sleep(Duration::millis_at_least(1));
-        waited_ms += 1;
+        // Commands are rare: a 10 ms look keeps CPU0's timer quiet while
+        // CPU1 measures.
+        sleep(Duration::millis_at_least(10));
+        waited_ms += 10;
         if waited_ms > RUN_BUDGET_S * 1000 {
             return false;
         }

@@ -16,11 +16,12 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use offload_bench_protocol::{self as p, summarize, Board, Command, Kind, Row};
 use synaptic_abi::Priority;
-use synaptic_ipc::Timeout;
+use synaptic_ipc::{Semaphore, Timeout};
 use synaptic_runtime::registry::ModelHandle;
 use synaptic_serve::client::Wait;
 use synaptic_serve::ClientError;
 use synaptic_zephyr::client::{self, ZephyrClient};
+use synaptic_zephyr::sync::KernelSemaphore;
 use zephyr::time::{sleep, Duration};
 
 const TIMEOUT: Timeout = Timeout::Millis(2_000);
@@ -35,6 +36,9 @@ const MODE_IDLE: u32 = 0;
 const MODE_LOAD: u32 = 1;
 /// `MODE_FLIGHT + n`: workers `0..n` saturate the small model.
 const MODE_FLIGHT: u32 = 16;
+/// Idle workers block here (no timer wake-ups that would cost CPU1 time
+/// during the measurements); [`set_mode`] lets each of them look again.
+static GATE: KernelSemaphore = KernelSemaphore::new(0, WORKERS as u32);
 /// Requests the workers completed (throughput windows), and failures.
 static COMPLETED: AtomicU32 = AtomicU32::new(0);
 static FAILURES: AtomicU32 = AtomicU32::new(0);
@@ -168,7 +172,7 @@ fn worker(client: &'static ZephyrClient, models: Models, index: u32) {
                 seq,
             )
         } else {
-            sleep(Duration::millis_at_least(1));
+            GATE.take(Timeout::Forever);
             continue;
         };
         seq = seq.wrapping_add(1);
@@ -177,6 +181,14 @@ fn worker(client: &'static ZephyrClient, models: Models, index: u32) {
             Ok(_) => COMPLETED.fetch_add(1, Ordering::Relaxed),
             Err(_) => FAILURES.fetch_add(1, Ordering::Relaxed),
         };
+    }
+}
+
+/// Switch the workers to `mode` and let each of them look at it.
+fn set_mode(mode: u32) {
+    MODE.store(mode, Ordering::Release);
+    for _ in 0..WORKERS {
+        GATE.give();
     }
 }
 
@@ -251,7 +263,7 @@ fn infer_rows(board: &Board, client: &ZephyrClient, models: Models) -> Result<()
 
 fn throughput_rows(board: &Board) -> Result<(), u32> {
     for &n in &p::IN_FLIGHT {
-        MODE.store(MODE_FLIGHT + n, Ordering::Release);
+        set_mode(MODE_FLIGHT + n);
         // Let the workers fill the pipeline before the window opens.
         sleep(Duration::millis_at_least(50));
         let busy0 = ask(board, Command::NpuBusy, 0);
@@ -261,7 +273,7 @@ fn throughput_rows(board: &Board) -> Result<(), u32> {
         let busy1 = ask(board, Command::NpuBusy, 0);
         let done1 = COMPLETED.load(Ordering::Relaxed);
         let elapsed = ticks().wrapping_sub(t0);
-        MODE.store(MODE_IDLE, Ordering::Release);
+        set_mode(MODE_IDLE);
         sleep(Duration::millis_at_least(20));
         let count = done1.wrapping_sub(done0);
         // Zephyr's µs on both cores: ticks / (ticks per µs), one clock rate.
@@ -327,10 +339,10 @@ fn run(board: &Board, client: &'static ZephyrClient) -> Result<(), u32> {
     status_rows(board, client, false)?;
     infer_rows(board, client, models)?;
     set_latency(board, client, models, p::LOAD_LATENCY_US);
-    MODE.store(MODE_LOAD, Ordering::Release);
+    set_mode(MODE_LOAD);
     sleep(Duration::millis_at_least(20));
     let loaded = status_rows(board, client, true);
-    MODE.store(MODE_IDLE, Ordering::Release);
+    set_mode(MODE_IDLE);
     loaded?;
     throughput_rows(board)?;
     sweep_rows(board, client, models)?;
