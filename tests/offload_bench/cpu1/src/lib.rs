@@ -141,28 +141,24 @@ fn worker(client: &'static ZephyrClient, models: Models, index: u32) {
     let mut seq = 0u32;
     loop {
         let mode = MODE.load(Ordering::Acquire);
-        let result = if mode == MODE_LOAD && index == 0 {
-            // Both models, alternately.
-            if seq.is_multiple_of(2) {
-                infer_once(
-                    client,
-                    models.small,
-                    p::SMALL_LEN,
-                    &mut small,
-                    Wait::Interrupt,
-                    seq,
-                )
-            } else {
-                infer_once(
-                    client,
-                    models.frame,
-                    p::FRAME_LEN,
-                    &mut frame,
-                    Wait::Interrupt,
-                    seq,
-                )
-            }
-        } else if mode > MODE_FLIGHT && index < mode - MODE_FLIGHT {
+        // The load keeps both models served (worker 0, alternately); a
+        // throughput window saturates the small model with workers 0..n.
+        let loading = mode == MODE_LOAD && index == 0;
+        let saturating = mode > MODE_FLIGHT && index < mode - MODE_FLIGHT;
+        if !(loading || saturating) {
+            GATE.take(Timeout::Forever);
+            continue;
+        }
+        let result = if loading && !seq.is_multiple_of(2) {
+            infer_once(
+                client,
+                models.frame,
+                p::FRAME_LEN,
+                &mut frame,
+                Wait::Interrupt,
+                seq,
+            )
+        } else {
             infer_once(
                 client,
                 models.small,
@@ -171,9 +167,6 @@ fn worker(client: &'static ZephyrClient, models: Models, index: u32) {
                 Wait::Interrupt,
                 seq,
             )
-        } else {
-            GATE.take(Timeout::Forever);
-            continue;
         };
         seq = seq.wrapping_add(1);
         // Ordering: counters read after the window by the main thread.
