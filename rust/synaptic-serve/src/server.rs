@@ -796,10 +796,11 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             timestamp_us: rt.clock.now_us() as u32,
             ..self.slot_reply(flight.reply.message, slot, len)
         };
+        // The estimate first: a caller that has its reply sees it.
+        self.fold_estimate(flight.model, latency_us);
         ledger.hand_back(slot);
         self.push(replies, reply, flight.reply.polled);
         ledger.release(slot);
-        self.fold_estimate(flight.model, latency_us);
         Some(Completion {
             msg_id: flight.reply.message.msg_id,
             status,

@@ -141,9 +141,12 @@ fn auto_polls_once_cpu0_publishes_an_estimate_under_the_threshold() {
                 "no interrupt for a polled reply"
             );
             assert_eq!(sim.cpu0().doorbell_events(), events + 20);
-            // No doorbell, so the dispatch thread slept: each caller
-            // collected its own reply.
-            assert_eq!(client.stats().polled - polled, 20);
+            // No doorbell, so the dispatch thread slept: the callers
+            // collected their own replies. (The first one may still be
+            // popped by the dispatch thread finishing the drain that
+            // delivered the interrupt-driven reply before it.)
+            let collected = client.stats().polled - polled;
+            assert!((19..=20).contains(&collected), "{collected} of 20 polled");
             // A ping with a threshold set polls too.
             client.ping(LONG).unwrap();
             assert_eq!(sim.cpu0().doorbells(), rings);
