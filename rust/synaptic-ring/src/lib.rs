@@ -256,6 +256,14 @@ impl<const N: usize> Ring<N> {
         unsafe { ptr.as_ref() }
     }
 
+    /// The producer's published head, read without ordering: a cheap hint
+    /// for a consumer deciding whether to take its lock and pop (a pop
+    /// reads the head again, with Acquire, and checks it).
+    pub fn head_hint(&self) -> u32 {
+        // Ordering: a hint only; nothing is read on its strength.
+        self.head.load(Ordering::Relaxed)
+    }
+
     /// Slot of free-running index `index`; always in bounds.
     fn slot(&self, index: u32) -> &Slot {
         // `N` is a power of two, so this is a mask and can never exceed N-1.

@@ -47,7 +47,7 @@
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering};
 
 use synaptic_abi::{
-    Errno, MessageType, Priority, ValidMessage, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE,
+    Direction, Errno, MessageType, Priority, ValidMessage, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE,
     REQUEST_FLAG_POLLED,
 };
 use synaptic_ipc::{Doorbell, IpcError, Semaphore, Sender, Timeout};
@@ -248,6 +248,15 @@ enum Deadline {
     At(u64),
 }
 
+/// The deadline `timeout` after `now_us`.
+fn deadline_after(now_us: u64, timeout: Timeout) -> Deadline {
+    match timeout {
+        Timeout::Forever => Deadline::Never,
+        Timeout::NoWait => Deadline::At(now_us),
+        Timeout::Millis(ms) => Deadline::At(now_us.saturating_add(u64::from(ms) * 1000)),
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     sent: AtomicU32,
@@ -286,6 +295,9 @@ pub struct Client<'r, const N: usize, D, S, C, L, Q> {
     /// Callers waiting for any slot to come free, and their semaphore.
     free_waiters: AtomicU32,
     free_wake: S,
+    /// The reply ring's tail after the last drain: a head that differs
+    /// means something to pop (polling callers look before they lock).
+    drained_to: AtomicU32,
     /// The last id the previous life may have used (PRESUMED slots).
     boundary: u32,
     ping_sent_us: AtomicU32,
@@ -326,6 +338,7 @@ where
         config: ClientConfig,
     ) -> Self {
         let head = producer.head();
+        let drained_to = AtomicU32::new(consumer.tail());
         let sender = Sender::with_next_id(producer, doorbell, first_id_after_restart(head));
         region.publish_rtt(RttWords::default());
         let count = region.slot_count();
@@ -347,6 +360,7 @@ where
             ping: Waiter::new(state::FREE, semaphore()),
             free_waiters: AtomicU32::new(0),
             free_wake: semaphore(),
+            drained_to,
             boundary: head,
             ping_sent_us: AtomicU32::new(0),
             rtt_last: AtomicU32::new(0),
@@ -388,7 +402,17 @@ where
                 Err(_) => bump(&self.counters.unexpected),
             }
         }
+        // Ordering: CPU1-local, written under the receiver lock; a stale
+        // value costs a polling caller one needless lock.
+        self.drained_to.store(consumer.tail(), Ordering::Relaxed);
         total
+    }
+
+    /// Whether the reply ring may hold something this client has not
+    /// drained (a hint: no lock, no ordering).
+    fn replies_waiting(&self) -> bool {
+        self.region.ring(Direction::Cpu0ToCpu1).head_hint()
+            != self.drained_to.load(Ordering::Relaxed)
     }
 
     /// Reserve the frame slot (slot 0, 27,648 input bytes), waiting within
@@ -463,7 +487,9 @@ where
                 fits(k) && matches!(self.slots[k].state(), state::ABANDONED | state::PRESUMED)
             });
             if stuck && !barrier_sent {
-                barrier_sent = self.send_status(false, false).is_ok();
+                barrier_sent = self
+                    .send_status(self.clock.now_us() as u32, false, false)
+                    .is_ok();
             }
             let woke = self.wait_for_free(deadline);
             self.free_waiters.fetch_sub(1, Ordering::SeqCst);
@@ -522,7 +548,8 @@ where
     /// [`ClientError::Ipc`] when the ring is full; [`ClientError::TimedOut`];
     /// [`ClientError::Remote`] if CPU0 refused the request.
     pub fn ping_with(&self, wait: Wait, timeout: Timeout) -> Result<Pong, ClientError> {
-        let deadline = self.deadline(timeout);
+        let now = self.clock.now_us();
+        let deadline = deadline_after(now, timeout);
         let polled = match wait {
             Wait::Auto => self.config.poll_threshold_us > 0,
             Wait::Poll => true,
@@ -531,7 +558,7 @@ where
         if !self.ping.moves(state::FREE, state::STAGING) {
             return Err(ClientError::Busy);
         }
-        if let Err(e) = self.send_status(true, polled) {
+        if let Err(e) = self.send_status(now as u32, true, polled) {
             self.ping.set(state::FREE);
             return Err(e);
         }
@@ -554,8 +581,7 @@ where
     /// Push a `STATUS_REQ`; with `ping`, as the ping waiter's request;
     /// with `polled`, asking CPU0 for no doorbell (the caller drains the
     /// reply ring itself).
-    fn send_status(&self, ping: bool, polled: bool) -> Result<u32, ClientError> {
-        let now = self.clock.now_us() as u32;
+    fn send_status(&self, now: u32, ping: bool, polled: bool) -> Result<u32, ClientError> {
         let msg = ValidMessage {
             timestamp_us: now,
             status: if polled { REQUEST_FLAG_POLLED } else { 0 },
@@ -641,10 +667,15 @@ where
     fn deadline(&self, timeout: Timeout) -> Deadline {
         match timeout {
             Timeout::Forever => Deadline::Never,
-            Timeout::NoWait => Deadline::At(self.clock.now_us()),
-            Timeout::Millis(ms) => {
-                Deadline::At(self.clock.now_us().saturating_add(u64::from(ms) * 1000))
-            }
+            _ => deadline_after(self.clock.now_us(), timeout),
+        }
+    }
+
+    /// Whether `deadline` has passed.
+    fn expired(&self, deadline: Deadline) -> bool {
+        match deadline {
+            Deadline::Never => false,
+            Deadline::At(at) => self.clock.now_us() >= at,
         }
     }
 
@@ -674,18 +705,21 @@ where
                 if done() {
                     return true;
                 }
-                // A blocking lock, not a try: if the dispatch thread holds
-                // the ring and this caller outranks it, the kernel lends it
-                // this caller's priority (a k_mutex inherits) so it finishes
-                // delivering instead of being starved by the poll loop.
-                if self.dispatch() > 0 && done() {
+                // Look before locking: an empty ring costs two loads. The
+                // lock blocks rather than tries: if the dispatch thread
+                // holds the ring, this caller sleeps until it has finished
+                // delivering instead of spinning above it.
+                if self.replies_waiting() && self.dispatch() > 0 && done() {
                     bump(&self.counters.polled);
                     return true;
                 }
-                if self.remaining(deadline).is_none() {
+                (self.config.relax)();
+                if self.expired(deadline) {
+                    if self.replies_waiting() {
+                        self.dispatch();
+                    }
                     return done();
                 }
-                (self.config.relax)();
             }
         }
         loop {

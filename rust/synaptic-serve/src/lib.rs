@@ -36,6 +36,6 @@ pub mod server;
 
 pub use client::{Client, ClientError, ClientStats, Pong, Session, Wait};
 pub use intake::{Intake, ReplyPort, SharedSender, SlotLedger};
-pub use lock::LocalLock;
+pub use lock::{LocalLock, SemLock};
 pub use region::{Exchange, RegionError, RttWords, SharedRegion};
 pub use server::{Completion, Disposition, Runtime, ServeError, ServeStats, Server};

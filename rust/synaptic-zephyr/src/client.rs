@@ -11,8 +11,9 @@
 //!
 //! The client ([`ZephyrClient`]) takes requests from any number of CPU1
 //! threads, up to one per exchange slot in flight; it sends under one
-//! `k_mutex` and drains under another, and a polling caller waits with
-//! `wfe` ([`crate::sync::wait_for_event`]). It uses no floating point
+//! [`SemLock`] and drains under another (a `k_sem` only under contention:
+//! a `k_mutex` costs more than the ring push it guards), and a polling
+//! caller waits with `wfe` ([`crate::sync::wait_for_event`]). It uses no floating point
 //! (this core has no FPU, and CI checks the image links no soft-float
 //! helper).
 
@@ -22,17 +23,17 @@ use synaptic_ipc::{Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_serve::boot::{self, AttachError};
 use synaptic_serve::client::ClientConfig;
-use synaptic_serve::{Client, ClientError, Pong};
+use synaptic_serve::{Client, ClientError, Pong, SemLock};
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
 use crate::service::{region_from_devicetree, StartError, N};
-use crate::sync::{KernelMutex, KernelSemaphore};
+use crate::sync::KernelSemaphore;
 
 /// The client's sending lock.
-pub type SenderLock = KernelMutex<Sender<'static, N, PeerDoorbell>>;
+pub type SenderLock = SemLock<Sender<'static, N, PeerDoorbell>, KernelSemaphore>;
 /// The client's receiving lock.
-pub type ReceiverLock = KernelMutex<Consumer<'static, N>>;
+pub type ReceiverLock = SemLock<Consumer<'static, N>, KernelSemaphore>;
 /// The CPU1 client on Zephyr.
 pub type ZephyrClient =
     Client<'static, N, PeerDoorbell, KernelSemaphore, ZephyrClock, SenderLock, ReceiverLock>;

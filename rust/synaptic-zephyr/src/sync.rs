@@ -30,6 +30,13 @@ impl KernelSemaphore {
     }
 }
 
+/// A binary semaphore with no count (what `SemLock` sleeps on).
+impl Default for KernelSemaphore {
+    fn default() -> Self {
+        KernelSemaphore::new(0, 1)
+    }
+}
+
 impl Semaphore for KernelSemaphore {
     fn give(&self) {
         self.0.give();
