@@ -23,6 +23,14 @@
 //!   is rejected with [`SchedError::StaleJob`].
 //! * A job whose deadline has passed when it is picked fails with
 //!   [`JobError::DeadlineMissed`] instead of running another step.
+//! * **Overlap** ([`Scheduler::set_overlap`], off by default): a model
+//!   step starts the device with `invoke_async` and the job waits on the
+//!   device while other jobs' CPU stages run; the next `step` after the
+//!   device finishes collects its output and, in the same call, starts the
+//!   next model step, so the device waits only for that hand-over. While
+//!   the device is busy, a job whose next step is a model step waits
+//!   ([`StepOutcome::Waiting`]); the caller waits for the device's
+//!   completion (an interrupt) or for new work, then steps again.
 //! * Nothing here blocks or spawns: the caller's thread drives
 //!   [`Scheduler::step`] (or [`Scheduler::wait`], [`Scheduler::run_sync`]),
 //!   and time comes from the [`Clock`] in [`Env`].
@@ -30,7 +38,7 @@
 use synaptic_abi::{Errno, Priority};
 
 use crate::arena::{TensorMeta, TensorRef, ALIGN};
-use crate::npu::{NpuDevice, NpuError};
+use crate::npu::{NpuDevice, NpuError, NpuState};
 use crate::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
 use crate::process::ProcessError;
 use crate::prof::{InferenceProfile, Profiler};
@@ -210,6 +218,10 @@ pub enum JobStatus {
 pub enum StepOutcome {
     /// Nothing was runnable.
     Idle,
+    /// A job is on the device ([`Scheduler::set_overlap`]) and nothing
+    /// else can run until it finishes: wait for the device (or new work)
+    /// and step again.
+    Waiting,
     /// A step of `job` ran (or the job was failed before running it).
     Ran {
         /// The job.
@@ -245,8 +257,29 @@ enum State {
         current: Option<u8>,
         meta: TensorMeta,
     },
+    /// The model step `next` runs on the device (overlap mode); its
+    /// output goes to the buffer after `current`.
+    OnDevice {
+        next: u8,
+        current: Option<u8>,
+        /// The step's input, then its output descriptor.
+        meta: TensorMeta,
+        out_meta: TensorMeta,
+        last: bool,
+        started_us: u64,
+    },
     Finished(Result<(u8, TensorMeta), JobError>),
 }
+
+/// The output buffer of a step whose input is in `current`.
+fn out_buffer(current: Option<u8>) -> u8 {
+    match current {
+        Some(b) => 1 - b,
+        None => 0,
+    }
+}
+
+fn no_callback(_: usize, _: Result<crate::npu::NpuRun, NpuError>) {}
 
 #[derive(Clone, Copy, Debug)]
 struct Slot<'a> {
@@ -266,6 +299,9 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     next_seq: u64,
     max_concurrent: usize,
     current: Option<usize>,
+    overlap: bool,
+    /// The job whose model step is on the device (overlap mode).
+    on_device: Option<usize>,
 }
 
 impl<'a, const J: usize> Scheduler<'a, J> {
@@ -290,7 +326,24 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             next_seq: 0,
             max_concurrent: J,
             current: None,
+            overlap: false,
+            on_device: None,
         }
+    }
+
+    /// Run model steps asynchronously (`invoke_async`) so that CPU work,
+    /// including the caller's between steps, overlaps the device. Needs a
+    /// device with `async_invoke`; change it only while no job runs.
+    ///
+    /// # Errors
+    ///
+    /// [`SchedError::InvalidArgument`] while a job is on the device.
+    pub fn set_overlap(&mut self, on: bool) -> Result<(), SchedError> {
+        if self.on_device.is_some() {
+            return Err(SchedError::InvalidArgument);
+        }
+        self.overlap = on;
+        Ok(())
     }
 
     /// Bytes of each intermediate buffer.
@@ -376,13 +429,19 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         Ok(match self.slots[i].state {
             State::Free => return Err(SchedError::InvalidJob),
             State::Queued => JobStatus::Queued,
-            State::Running { next, .. } => JobStatus::Running { next_step: next },
+            State::Running { next, .. } | State::OnDevice { next, .. } => {
+                JobStatus::Running { next_step: next }
+            }
             State::Finished(Ok((_, meta))) => JobStatus::Done(meta),
             State::Finished(Err(e)) => JobStatus::Failed(e),
         })
     }
 
     fn free(&mut self, i: usize) {
+        if self.on_device == Some(i) {
+            // The device finishes on its own; its result is dropped.
+            self.on_device = None;
+        }
         let slot = &mut self.slots[i];
         slot.state = State::Free;
         slot.request = None;
@@ -443,16 +502,17 @@ impl<'a, const J: usize> Scheduler<'a, J> {
 
     fn pick(&self) -> Option<usize> {
         if let Some(i) = self.current {
-            if let (State::Running { .. }, Some(r)) = (self.slots[i].state, self.slots[i].request) {
-                if !r.preemptible {
-                    return Some(i);
-                }
+            let holds = self.slots[i].request.is_some_and(|r| !r.preemptible);
+            match self.slots[i].state {
+                State::Running { .. } if holds => return Some(i),
+                State::OnDevice { .. } if holds => return None,
+                _ => {}
             }
         }
         let started = self
             .slots
             .iter()
-            .filter(|s| matches!(s.state, State::Running { .. }))
+            .filter(|s| matches!(s.state, State::Running { .. } | State::OnDevice { .. }))
             .count();
         let may_start = started < self.max_concurrent;
         let mut best: Option<(Priority, u64, usize)> = None;
@@ -480,8 +540,19 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         &mut self,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> StepOutcome {
+        let collected = if self.overlap {
+            self.collect(env)
+        } else {
+            None
+        };
+        let device_busy = self.overlap && env.npu.state() == NpuState::Busy;
+        let waiting = if device_busy {
+            StepOutcome::Waiting
+        } else {
+            StepOutcome::Idle
+        };
         let Some(i) = self.pick() else {
-            return StepOutcome::Idle;
+            return collected.unwrap_or(waiting);
         };
         let id = self.id_of(i);
         let Some(request) = self.slots[i].request else {
@@ -495,6 +566,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             } => (next, current, meta),
             _ => (0, None, request.input.meta()),
         };
+        if device_busy {
+            let model_next = env
+                .pipelines
+                .runnable(request.pipeline)
+                .is_ok_and(|p| matches!(p.steps().get(usize::from(next)), Some(Step::Model(_))));
+            if model_next {
+                return collected.unwrap_or(StepOutcome::Waiting);
+            }
+        }
         self.current = Some(i);
         let done = |finished| StepOutcome::Ran {
             job: id,
@@ -518,10 +598,6 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             return done(true);
         };
         let last = usize::from(next) + 1 == steps.len();
-        let out_buffer = match current {
-            Some(b) => 1 - b,
-            None => 0,
-        };
         // Split this slot's region into the current tensor and the output.
         let base = self.buffer_range(i, 0).start;
         let len = self.buffer_len;
@@ -533,13 +609,32 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             Some(_) => (&second[..meta.byte_len()], first),
         };
         let started = env.clock.now_us();
-        let result = match TensorRef::wrap(meta, input_bytes) {
-            Err(_) => Err(JobError::BufferTooSmall {
-                needed: meta.byte_len(),
-                available: len,
-            }),
-            Ok(input) => run_step(&step, next, &input, output, env),
-        };
+        let input = TensorRef::wrap(meta, input_bytes).map_err(|_| JobError::BufferTooSmall {
+            needed: meta.byte_len(),
+            available: len,
+        });
+        if let (true, Step::Model(handle)) = (self.overlap, step) {
+            let begun = input.and_then(|input| start_model(handle, &input, output.len(), env));
+            return match begun {
+                Ok(out_meta) => {
+                    self.slots[i].state = State::OnDevice {
+                        next,
+                        current,
+                        meta,
+                        out_meta,
+                        last,
+                        started_us: started,
+                    };
+                    self.on_device = Some(i);
+                    done(false)
+                }
+                Err(e) => {
+                    self.finish(i, Err(e), env);
+                    done(true)
+                }
+            };
+        }
+        let result = input.and_then(|input| run_step(&step, next, &input, output, env));
         let elapsed = env.clock.now_us().saturating_sub(started);
         let profile = &mut self.slots[i].profile;
         match step {
@@ -547,6 +642,75 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             Step::Model(_) => profile.npu_us += elapsed,
             Step::Post(_) => profile.postprocess_us += elapsed,
         }
+        self.advance(i, next, current, meta, last, result, env)
+    }
+
+    /// Overlap mode: let the device finish what it can and, if the job on
+    /// it is done, take its output and move the job on.
+    fn collect<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &mut self,
+        env: &mut Env<'_, N, C, M, P, S>,
+    ) -> Option<StepOutcome> {
+        if env.npu.state() == NpuState::Busy {
+            env.npu.poll();
+            if env.npu.state() == NpuState::Busy {
+                return None;
+            }
+        }
+        let Some(i) = self.on_device.take() else {
+            // A cancelled job's invoke failed: leave the device usable.
+            if env.npu.state() == NpuState::Error {
+                let _ = env.npu.clear_error();
+            }
+            return None;
+        };
+        let State::OnDevice {
+            next,
+            current,
+            meta,
+            out_meta,
+            last,
+            started_us,
+        } = self.slots[i].state
+        else {
+            return None;
+        };
+        let elapsed = env.clock.now_us().saturating_sub(started_us);
+        self.slots[i].profile.npu_us += elapsed;
+        let result = if env.npu.state() == NpuState::Error {
+            let _ = env.npu.clear_error();
+            Err(JobError::Npu(NpuError::DeviceFault))
+        } else {
+            let range = self.buffer_range(i, out_buffer(current));
+            let needed = out_meta.byte_len();
+            env.npu
+                .get_output(&mut self.work[range][..needed])
+                .map(|_| out_meta)
+                .map_err(JobError::Npu)
+        };
+        Some(self.advance(i, next, current, meta, last, result, env))
+    }
+
+    /// A step of job `i` (input `meta` in `current`) ended with `result`:
+    /// finish the job or make it ready for step `next + 1`.
+    #[allow(clippy::too_many_arguments)]
+    fn advance<N, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &mut self,
+        i: usize,
+        next: u8,
+        current: Option<u8>,
+        meta: TensorMeta,
+        last: bool,
+        result: Result<TensorMeta, JobError>,
+        env: &mut Env<'_, N, C, M, P, S>,
+    ) -> StepOutcome {
+        let job = self.id_of(i);
+        let done = |finished| StepOutcome::Ran {
+            job,
+            step: next,
+            finished,
+        };
+        let out_buffer = out_buffer(current);
         match result {
             Err(e) => {
                 self.finish(i, Err(e), env);
@@ -743,9 +907,55 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     pub fn pending(&self) -> usize {
         self.slots
             .iter()
-            .filter(|s| matches!(s.state, State::Queued | State::Running { .. }))
+            .filter(|s| {
+                matches!(
+                    s.state,
+                    State::Queued | State::Running { .. } | State::OnDevice { .. }
+                )
+            })
             .count()
     }
+}
+
+/// Load `handle` and stage `input` on the device; returns the output
+/// descriptor (checked to fit `output_len`).
+fn stage_model<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
+    handle: crate::registry::ModelHandle,
+    input: &TensorRef<'_>,
+    output_len: usize,
+    env: &mut Env<'_, N, C, M, P, S>,
+) -> Result<TensorMeta, JobError> {
+    let out_meta = env
+        .registry
+        .info(handle)
+        .map_err(JobError::Registry)?
+        .output;
+    let needed = out_meta.byte_len();
+    if output_len < needed {
+        return Err(JobError::BufferTooSmall {
+            needed,
+            available: output_len,
+        });
+    }
+    env.registry
+        .load(handle, env.npu)
+        .map_err(JobError::Registry)?;
+    env.npu.set_input(input.data()).map_err(JobError::Npu)?;
+    Ok(out_meta)
+}
+
+/// Overlap mode: stage the model step and start it on the device.
+fn start_model<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
+    handle: crate::registry::ModelHandle,
+    input: &TensorRef<'_>,
+    output_len: usize,
+    env: &mut Env<'_, N, C, M, P, S>,
+) -> Result<TensorMeta, JobError> {
+    let out_meta = stage_model(handle, input, output_len, env)?;
+    env.npu
+        .invoke_async(no_callback, 0)
+        .map_err(JobError::Npu)?;
+    Ok(out_meta)
 }
 
 fn run_step<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
@@ -766,19 +976,8 @@ fn run_step<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usi
             })
         }
         Step::Model(handle) => {
-            let info = env.registry.info(*handle).map_err(JobError::Registry)?;
-            let out_meta = info.output;
+            let out_meta = stage_model(*handle, input, output.len(), env)?;
             let needed = out_meta.byte_len();
-            if output.len() < needed {
-                return Err(JobError::BufferTooSmall {
-                    needed,
-                    available: output.len(),
-                });
-            }
-            env.registry
-                .load(*handle, env.npu)
-                .map_err(JobError::Registry)?;
-            env.npu.set_input(input.data()).map_err(JobError::Npu)?;
             if let Err(e) = env.npu.invoke() {
                 // Leave the device usable for the next job.
                 let _ = env.npu.clear_error();
@@ -977,6 +1176,122 @@ mod tests {
     }
 
     #[test]
+    fn overlap_runs_the_model_on_the_device_while_the_caller_steps() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[increment]);
+        let data = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        sched.set_overlap(true).unwrap();
+        let id = sched
+            .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
+            .unwrap();
+        // The model step starts the device and returns at once.
+        assert_eq!(
+            sched.step(&mut rig.env()),
+            StepOutcome::Ran {
+                job: id,
+                step: 0,
+                finished: false
+            }
+        );
+        assert_eq!(rig.npu.state(), NpuState::Busy);
+        assert_eq!(sched.set_overlap(false), Err(SchedError::InvalidArgument));
+        assert_eq!(sched.status(id), Ok(JobStatus::Running { next_step: 0 }));
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        rig.clock.advance(NPU_US);
+        // Collected, and the post stage runs in the same call.
+        assert_eq!(
+            sched.step(&mut rig.env()),
+            StepOutcome::Ran {
+                job: id,
+                step: 1,
+                finished: true
+            }
+        );
+        let mut out = [0u8; 4];
+        sched.get_result(id, &mut out).unwrap();
+        let mut e = expected(rig.model, &data);
+        e.iter_mut().for_each(|b| *b = b.wrapping_add(1));
+        assert_eq!(out, e);
+        assert_eq!(rig.profiler.last().unwrap().npu_us, NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
+    }
+
+    #[test]
+    fn overlap_hands_the_device_to_the_next_job_as_it_collects() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let (a, b) = ([1u8; 8], [2u8; 8]);
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        sched.set_overlap(true).unwrap();
+        let ja = sched
+            .submit(JobRequest::new(p, input(&a)), &rig.pool, rig.clock)
+            .unwrap();
+        let jb = sched
+            .submit(JobRequest::new(p, input(&b)), &rig.pool, rig.clock)
+            .unwrap();
+        assert!(matches!(sched.step(&mut rig.env()), StepOutcome::Ran { job, .. } if job == ja));
+        // B's next step is the model: it waits for the device.
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        rig.clock.advance(NPU_US);
+        // A is collected and B started in one call: the device is busy again.
+        assert!(matches!(sched.step(&mut rig.env()), StepOutcome::Ran { job, .. } if job == jb));
+        assert_eq!(rig.npu.state(), NpuState::Busy);
+        assert!(matches!(sched.status(ja), Ok(JobStatus::Done(_))));
+        rig.clock.advance(NPU_US);
+        assert!(
+            matches!(sched.step(&mut rig.env()), StepOutcome::Ran { job, finished: true, .. } if job == jb)
+        );
+        let mut out = [0u8; 4];
+        sched.get_result(ja, &mut out).unwrap();
+        assert_eq!(out, expected(rig.model, &a));
+        sched.get_result(jb, &mut out).unwrap();
+        assert_eq!(out, expected(rig.model, &b));
+    }
+
+    #[test]
+    fn overlap_device_fault_and_cancel_leave_the_device_usable() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        rig.npu.fail_on_marker(true);
+        let bad = [FAIL_MARKER; 8];
+        let good = [3u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        sched.set_overlap(true).unwrap();
+        let jf = sched
+            .submit(JobRequest::new(p, input(&bad)), &rig.pool, rig.clock)
+            .unwrap();
+        sched.step(&mut rig.env());
+        rig.clock.advance(NPU_US);
+        sched.step(&mut rig.env());
+        assert_eq!(
+            sched.status(jf),
+            Ok(JobStatus::Failed(JobError::Npu(NpuError::DeviceFault)))
+        );
+        // A job cancelled on the device: its result is dropped, the device
+        // finishes and the next job runs.
+        let jc = sched
+            .submit(JobRequest::new(p, input(&bad)), &rig.pool, rig.clock)
+            .unwrap();
+        sched.step(&mut rig.env());
+        sched.cancel(jc).unwrap();
+        let jg = sched
+            .submit(JobRequest::new(p, input(&good)), &rig.pool, rig.clock)
+            .unwrap();
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        rig.clock.advance(NPU_US);
+        assert!(matches!(sched.step(&mut rig.env()), StepOutcome::Ran { job, .. } if job == jg));
+        rig.clock.advance(NPU_US);
+        sched.step(&mut rig.env());
+        let mut out = [0u8; 4];
+        sched.get_result(jg, &mut out).unwrap();
+        assert_eq!(out, expected(rig.model, &good));
+    }
+
+    #[test]
     fn higher_priority_runs_first_and_fifo_within_a_class() {
         let mut rig = Rig::new();
         let p = rig.pipeline("p", &[], &[]);
@@ -1043,7 +1358,7 @@ mod tests {
         let mut b_done = 0;
         loop {
             match sched.step(&mut rig.env()) {
-                StepOutcome::Idle => break,
+                StepOutcome::Idle | StepOutcome::Waiting => break,
                 StepOutcome::Ran {
                     job,
                     step,

@@ -827,8 +827,10 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     /// One turn of CPU0's serving thread: take every request waiting in
     /// `inbox`, run one scheduler step, answer finished inferences; when
-    /// there was nothing to do, wait up to `idle` for a request. Returns the
-    /// number of things done (0: idle).
+    /// there was nothing to do, wait up to `idle` for a request (not while
+    /// a job is on the device: the caller then pauses until the device may
+    /// be done and calls again). Returns the number of things done (0:
+    /// idle, or waiting for the device).
     pub fn poll<
         Sem,
         Npu,
@@ -856,7 +858,8 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             self.handle_valid(&msg, rt, replies, ledger);
             work += 1;
         }
-        if let StepOutcome::Ran { .. } = rt.step() {
+        let outcome = rt.step();
+        if let StepOutcome::Ran { .. } = outcome {
             work += 1;
             // The next requests are validated and queued while the device
             // result is fresh, so the scheduler always has work ready.
@@ -870,7 +873,8 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 work += 1;
             }
         }
-        if work == 0 {
+        // A job on the device: the caller waits for it, not for a request.
+        if work == 0 && outcome != StepOutcome::Waiting {
             if let Ok(msg) = inbox.receive(idle) {
                 self.handle_valid(&msg, rt, replies, ledger);
                 work += 1;
