@@ -27,7 +27,9 @@ fi
 mkdir -p "$out"
 build="$out/build"
 cd "$SYNAPTIC_WORKSPACE"
-west build --sysbuild -p auto -b mps2/an521/cpu0 -d "$build" "$root/tests/offload_bench" \
+# Pristine every time: an incremental build can keep the Rust crates'
+# Kconfig cfg flags from an older .config (a new option would read as off).
+west build --sysbuild -p always -b mps2/an521/cpu0 -d "$build" "$root/tests/offload_bench" \
     -- -DZEPHYR_EXTRA_MODULES="$root" >"$out/build.log" 2>&1 ||
     { tail -n 40 "$out/build.log"; echo "bench: build failed (log: $out/build.log)"; exit 1; }
 "$root/scripts/run_until.py" --timeout 900 \

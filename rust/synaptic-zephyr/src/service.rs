@@ -171,16 +171,9 @@ pub fn region_from_devicetree() -> Result<Region, StartError> {
         .map_err(|_| StartError::NoRegion)
 }
 
-/// Doorbell interrupts that found messages (the serving thread's wait for
-/// the device ends at a change).
-static ARRIVALS: AtomicU32 = AtomicU32::new(0);
-
 /// The doorbell ISR: run the intake over what CPU1 pushed.
 fn on_doorbell() {
-    if drain_front() > 0 {
-        // Ordering: a wake-up hint; the inbox carries the messages.
-        ARRIVALS.fetch_add(1, Ordering::Relaxed);
-    }
+    drain_front();
 }
 
 /// Drain ring CPU1→CPU0 through the intake (ISR, or the serving thread
@@ -427,10 +420,9 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             // A job is on the device and nothing else to do: watch the
             // device and the doorbell closely, then turn again; no idle
             // bookkeeping.
-            let arrivals = ARRIVALS.load(Ordering::Relaxed);
-            while rt.npu.state() == NpuState::Busy
-                && ARRIVALS.load(Ordering::Relaxed) == arrivals
-            {
+            // The intake marks a slot held for each request it posts.
+            let held = LEDGER.mask();
+            while rt.npu.state() == NpuState::Busy && LEDGER.mask() == held {
                 pause_for_device();
                 rt.npu.poll();
             }
