@@ -281,6 +281,16 @@ fn out_buffer(current: Option<u8>) -> u8 {
 
 fn no_callback(_: usize, _: Result<crate::npu::NpuRun, NpuError>) {}
 
+/// How step `next` of job `i` ended (its input `meta` was in `current`).
+struct Collected {
+    i: usize,
+    next: u8,
+    current: Option<u8>,
+    meta: TensorMeta,
+    last: bool,
+    result: Result<TensorMeta, JobError>,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Slot<'a> {
     generation: u16,
@@ -540,24 +550,33 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         &mut self,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> StepOutcome {
+        // Overlap: take the device's output, start the next step (the
+        // device's next job first), then move the collected job on.
         let collected = if self.overlap {
             self.collect(env)
         } else {
             None
         };
         let device_busy = self.overlap && env.npu.state() == NpuState::Busy;
-        let waiting = if device_busy {
+        let ran = self.run_next(device_busy, env);
+        let advanced = collected.map(|c| self.advance(c, env));
+        ran.or(advanced).unwrap_or(if device_busy {
             StepOutcome::Waiting
         } else {
             StepOutcome::Idle
-        };
-        let Some(i) = self.pick() else {
-            return collected.unwrap_or(waiting);
-        };
+        })
+    }
+
+    /// Run (or start on the device) the most urgent job's next step;
+    /// `None` when nothing could run.
+    fn run_next<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &mut self,
+        device_busy: bool,
+        env: &mut Env<'_, N, C, M, P, S>,
+    ) -> Option<StepOutcome> {
+        let i = self.pick()?;
         let id = self.id_of(i);
-        let Some(request) = self.slots[i].request else {
-            return StepOutcome::Idle;
-        };
+        let request = self.slots[i].request?;
         let (next, current, meta) = match self.slots[i].state {
             State::Running {
                 next,
@@ -572,7 +591,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 .runnable(request.pipeline)
                 .is_ok_and(|p| matches!(p.steps().get(usize::from(next)), Some(Step::Model(_))));
             if model_next {
-                return collected.unwrap_or(StepOutcome::Waiting);
+                return None;
             }
         }
         self.current = Some(i);
@@ -583,19 +602,19 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         };
         if request.deadline_us.is_some_and(|d| env.clock.now_us() > d) {
             self.finish(i, Err(JobError::DeadlineMissed), env);
-            return done(true);
+            return Some(done(true));
         }
         let pipeline = match env.pipelines.runnable(request.pipeline) {
             Ok(p) => p,
             Err(e) => {
                 self.finish(i, Err(JobError::Pipeline(e)), env);
-                return done(true);
+                return Some(done(true));
             }
         };
         let steps = pipeline.steps();
         let Some(step) = steps.get(usize::from(next)).copied() else {
             self.finish(i, Err(JobError::Pipeline(PipelineError::NoModel)), env);
-            return done(true);
+            return Some(done(true));
         };
         let last = usize::from(next) + 1 == steps.len();
         // Split this slot's region into the current tensor and the output.
@@ -626,11 +645,11 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                         started_us: started,
                     };
                     self.on_device = Some(i);
-                    done(false)
+                    Some(done(false))
                 }
                 Err(e) => {
                     self.finish(i, Err(e), env);
-                    done(true)
+                    Some(done(true))
                 }
             };
         }
@@ -642,7 +661,17 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             Step::Model(_) => profile.npu_us += elapsed,
             Step::Post(_) => profile.postprocess_us += elapsed,
         }
-        self.advance(i, next, current, meta, last, result, env)
+        Some(self.advance(
+            Collected {
+                i,
+                next,
+                current,
+                meta,
+                last,
+                result,
+            },
+            env,
+        ))
     }
 
     /// Overlap mode: let the device finish what it can and, if the job on
@@ -650,7 +679,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     fn collect<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
         env: &mut Env<'_, N, C, M, P, S>,
-    ) -> Option<StepOutcome> {
+    ) -> Option<Collected> {
         if env.npu.state() == NpuState::Busy {
             env.npu.poll();
             if env.npu.state() == NpuState::Busy {
@@ -688,22 +717,30 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 .map(|_| out_meta)
                 .map_err(JobError::Npu)
         };
-        Some(self.advance(i, next, current, meta, last, result, env))
+        Some(Collected {
+            i,
+            next,
+            current,
+            meta,
+            last,
+            result,
+        })
     }
 
-    /// A step of job `i` (input `meta` in `current`) ended with `result`:
-    /// finish the job or make it ready for step `next + 1`.
-    #[allow(clippy::too_many_arguments)]
+    /// A step ended: finish the job or make it ready for its next step.
     fn advance<N, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
-        i: usize,
-        next: u8,
-        current: Option<u8>,
-        meta: TensorMeta,
-        last: bool,
-        result: Result<TensorMeta, JobError>,
+        step: Collected,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> StepOutcome {
+        let Collected {
+            i,
+            next,
+            current,
+            meta,
+            last,
+            result,
+        } = step;
         let job = self.id_of(i);
         let done = |finished| StepOutcome::Ran {
             job,
@@ -1200,7 +1237,17 @@ mod tests {
         assert_eq!(sched.status(id), Ok(JobStatus::Running { next_step: 0 }));
         assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
         rig.clock.advance(NPU_US);
-        // Collected, and the post stage runs in the same call.
+        // Collected (the device's next job would start first), then the
+        // post stage runs at the next step.
+        assert_eq!(
+            sched.step(&mut rig.env()),
+            StepOutcome::Ran {
+                job: id,
+                step: 0,
+                finished: false
+            }
+        );
+        assert_eq!(rig.npu.state(), NpuState::Idle);
         assert_eq!(
             sched.step(&mut rig.env()),
             StepOutcome::Ran {

@@ -147,6 +147,12 @@ pub struct ClientConfig {
     /// Pause between two looks of a polling caller (Arm `wfe`, a host
     /// yield); it may return at once.
     pub relax: fn(),
+    /// Whether the platform calls [`Client::expire_sleepers`] periodically
+    /// (a timer). Then a caller sleeping for its reply blocks without a
+    /// kernel timeout of its own (arming and cancelling one per request
+    /// costs more than the rest of the wait) and is woken by the sweep at
+    /// most one period after its deadline; otherwise it arms one.
+    pub swept: bool,
 }
 
 /// What the client has done so far (CPU1-local counters).
@@ -205,7 +211,22 @@ struct Waiter<S> {
     /// A caller is (about to be) blocked on `wake`; the dispatch path
     /// clears it and gives `wake` exactly once per clear.
     sleeping: AtomicBool,
+    /// The sleeping caller's deadline, milliseconds on the client's clock
+    /// (wrapping; [`NO_DEADLINE`]: none).
+    deadline_ms: AtomicU32,
     wake: S,
+}
+
+/// `Waiter::deadline_ms` of a caller that waits forever.
+const NO_DEADLINE: u32 = u32::MAX;
+
+/// A deadline as the sweep compares it.
+fn deadline_ms(deadline: Deadline) -> u32 {
+    match deadline {
+        Deadline::Never => NO_DEADLINE,
+        // Never NO_DEADLINE itself: one millisecond early at worst.
+        Deadline::At(at) => ((at / 1000) as u32).min(NO_DEADLINE - 1),
+    }
 }
 
 impl<S: Semaphore> Waiter<S> {
@@ -215,6 +236,7 @@ impl<S: Semaphore> Waiter<S> {
             id: AtomicU32::new(0),
             status: AtomicI32::new(0),
             sleeping: AtomicBool::new(false),
+            deadline_ms: AtomicU32::new(NO_DEADLINE),
             wake,
         }
     }
@@ -722,6 +744,10 @@ where
                 }
             }
         }
+        // Ordering: read by the sweep after it sees `sleeping` (SeqCst).
+        waiter
+            .deadline_ms
+            .store(deadline_ms(deadline), Ordering::Relaxed);
         loop {
             // Register before testing, so a notify after the test is not lost.
             waiter.sleeping.store(true, Ordering::SeqCst);
@@ -733,11 +759,34 @@ where
                 self.unregister(waiter);
                 return done();
             };
+            let timeout = if self.config.swept {
+                Timeout::Forever
+            } else {
+                timeout
+            };
             if !waiter.wake.take(timeout) {
                 self.unregister(waiter);
                 if done() || self.remaining(deadline).is_none() {
                     return done();
                 }
+            }
+        }
+    }
+
+    /// Wake every caller sleeping past its deadline (it then times out).
+    /// With [`ClientConfig::swept`], the platform calls this periodically
+    /// (from a thread, not an ISR).
+    pub fn expire_sleepers(&self) {
+        let now_ms = (self.clock.now_us() / 1000) as u32;
+        for waiter in self.slots.iter().chain(core::iter::once(&self.ping)) {
+            // Ordering: SeqCst pairs with the caller's registration.
+            if !waiter.sleeping.load(Ordering::SeqCst) {
+                continue;
+            }
+            let at = waiter.deadline_ms.load(Ordering::Relaxed);
+            // Wrapping: a deadline up to 24 days ahead reads as ahead.
+            if at != NO_DEADLINE && now_ms.wrapping_sub(at) < u32::MAX / 2 {
+                waiter.notify();
             }
         }
     }

@@ -244,6 +244,14 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast::<u32>()) }
     }
 
+    /// The `K` words from `offset` on (one bounds check for all of them).
+    fn words<const K: usize>(&self, offset: usize) -> &'r [AtomicU32; K] {
+        assert!(offset % 4 == 0 && offset + 4 * K <= self.size);
+        // SAFETY: as for `word`, for `4 K` bytes inside the region (asserted);
+        // `[AtomicU32; K]` has the layout of `K` consecutive `u32`s.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<[AtomicU32; K]>() }
+    }
+
     fn control_word(&self, index: usize) -> &'r AtomicU32 {
         debug_assert!(index < CONTROL_WORDS);
         self.word(4 * index)
@@ -451,7 +459,7 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         let offset = self.slot_offset(index)?;
         let input_capacity = self.slots.input_capacity(index)?;
         let output_capacity = self.slots.output_capacity(index)?;
-        let header = core::array::from_fn(|i| self.word(offset + 4 * i));
+        let header = self.words::<HEADER_WORDS>(offset);
         // SAFETY: the slot lies inside the region (`from_raw` checked `size
         // >= region_size(slots)`, and `slot_offset` is one of `slots`'), so
         // the offset stays in bounds and the pointer is non-null.
@@ -516,7 +524,7 @@ pub struct Exchange<'r> {
     offset: usize,
     input_capacity: usize,
     output_capacity: usize,
-    header: [&'r AtomicU32; HEADER_WORDS],
+    header: &'r [AtomicU32; HEADER_WORDS],
     slot: NonNull<u8>,
     region: PhantomData<&'r [AtomicU32]>,
 }
@@ -558,7 +566,7 @@ impl<'r> Exchange<'r> {
     /// and use the copy, never the shared words again.
     pub fn read_header(&self) -> ExchangeHeader {
         let mut w = [0u32; HEADER_WORDS];
-        for (word, shared) in w.iter_mut().zip(self.header) {
+        for (word, shared) in w.iter_mut().zip(self.header.iter()) {
             // Ordering: the ring pop that delivered the request was an
             // Acquire, which makes the peer's header writes visible.
             *word = shared.load(Ordering::Relaxed);

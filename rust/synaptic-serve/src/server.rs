@@ -854,20 +854,22 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         C: Clock,
     {
         let mut work = 0;
+        // A step first: a device that just finished gets its next job
+        // before anything new is validated.
+        let mut outcome = rt.step();
+        let ran = matches!(outcome, StepOutcome::Ran { .. });
+        let mut accepted = 0;
         while let Ok(msg) = inbox.receive(Timeout::NoWait) {
             self.handle_valid(&msg, rt, replies, ledger);
-            work += 1;
+            accepted += 1;
         }
-        let outcome = rt.step();
+        if !ran && accepted > 0 {
+            outcome = rt.step();
+        }
         if let StepOutcome::Ran { .. } = outcome {
             work += 1;
-            // The next requests are validated and queued while the device
-            // result is fresh, so the scheduler always has work ready.
-            while let Ok(msg) = inbox.receive(Timeout::NoWait) {
-                self.handle_valid(&msg, rt, replies, ledger);
-                work += 1;
-            }
         }
+        work += accepted;
         for slot in 0..MAX_EXCHANGE_SLOTS {
             if self.complete_slot(slot, rt, replies, ledger).is_some() {
                 work += 1;

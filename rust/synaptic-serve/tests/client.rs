@@ -52,6 +52,14 @@ fn attach<'r>(region: &SharedRegion<'r, N>) -> TestClient<'r> {
 }
 
 fn attach_with<'r>(region: &SharedRegion<'r, N>, poll_threshold_us: u32) -> TestClient<'r> {
+    attach_config(region, poll_threshold_us, false)
+}
+
+fn attach_config<'r>(
+    region: &SharedRegion<'r, N>,
+    poll_threshold_us: u32,
+    swept: bool,
+) -> TestClient<'r> {
     // SAFETY: each test keeps at most one producer of ring CPU1→CPU0 and
     // one consumer of ring CPU0→CPU1 alive on CPU1's side (a restarted
     // client's predecessor is dropped first).
@@ -71,6 +79,7 @@ fn attach_with<'r>(region: &SharedRegion<'r, N>, poll_threshold_us: u32) -> Test
         ClientConfig {
             poll_threshold_us,
             relax: thread::yield_now,
+            swept,
         },
     )
 }
@@ -426,6 +435,53 @@ fn reserve_takes_the_smallest_free_slot_that_fits() {
     // Refusals counted, nothing sent (no slot was ever CPU0's).
     let s = client.stats();
     assert_eq!((s.busy, s.sent), (4, 0));
+}
+
+#[test]
+fn a_swept_caller_sleeps_without_a_timeout_of_its_own_until_the_sweep() {
+    let window = Window::new();
+    let region = window.region();
+    let client = attach_config(&region, 0, true);
+    let bell = HostSemaphore::new();
+    let mut cpu0 = FakeCpu0::new(&region, &bell);
+    let started = Instant::now();
+    let late = Duration::from_millis(40);
+    thread::scope(|s| {
+        s.spawn(|| {
+            // No sweep for the first 40 ms: a 5 ms timeout cannot end
+            // the wait before it.
+            thread::sleep(late);
+            while cpu0.pop().is_none() {
+                thread::yield_now();
+            }
+            for _ in 0..1000 {
+                client.expire_sleepers();
+                thread::sleep(Duration::from_millis(1));
+                if client.stats().timeouts > 0 {
+                    break;
+                }
+            }
+        });
+        let mut session = client.session(Timeout::NoWait).unwrap();
+        stage(session.infer_input(), KWS_IN, 1);
+        let mut out = [0u8; OUT];
+        let r = session.infer_with(
+            kws(),
+            KWS_IN,
+            &mut out,
+            Priority::Normal,
+            Wait::Interrupt,
+            Timeout::Millis(5),
+        );
+        assert_eq!(r, Err(ClientError::TimedOut));
+    });
+    assert!(
+        started.elapsed() >= late,
+        "the caller armed its own timeout"
+    );
+    assert_eq!(client.stats().timeouts, 1);
+    // A sleeper without a deadline is left asleep by the sweep.
+    client.expire_sleepers();
 }
 
 #[test]
@@ -1041,6 +1097,7 @@ fn a_caller_waiting_for_a_slot_is_woken_by_a_free_just_before_it_sleeps() {
         ClientConfig {
             poll_threshold_us: 0,
             relax: thread::yield_now,
+            swept: false,
         },
     );
     let held = client.session(Timeout::NoWait).unwrap();

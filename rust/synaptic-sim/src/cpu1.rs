@@ -314,6 +314,7 @@ impl<'s> Sim<'s> {
             ClientConfig {
                 poll_threshold_us: config.poll_threshold_us,
                 relax: thread::yield_now,
+                swept: false,
             },
         );
         let stop = AtomicBool::new(false);

@@ -5,17 +5,22 @@
 //! block (magic, layout version, ring geometry, shared size, exchange
 //! slots), attaches to both rings *at their live indices* (never
 //! re-zeroing them, so a restarted CPU1 rejoins with nothing from CPU0),
-//! starts a dispatch thread that drains the replies after each doorbell,
-//! sets `cpu1_ready`, and sends the first `STATUS_REQ` (the handshake
-//! CPU0's boot waits for).
+//! starts a dispatch thread that drains the replies after each doorbell
+//! (and every `CONFIG_SYNAPTIC_CLIENT_SWEEP_MS`, when it also times out
+//! sleeping callers), sets `cpu1_ready`, and sends the first `STATUS_REQ`
+//! (the handshake CPU0's boot waits for).
 //!
 //! The client ([`ZephyrClient`]) takes requests from any number of CPU1
 //! threads, up to one per exchange slot in flight; it sends under one
 //! [`SemLock`] and drains under another (a `k_sem` only under contention:
 //! a `k_mutex` costs more than the ring push it guards), and a polling
-//! caller waits with `wfe` ([`crate::sync::wait_for_event`]). It uses no floating point
-//! (this core has no FPU, and CI checks the image links no soft-float
-//! helper).
+//! caller waits with `wfe` ([`crate::sync::wait_for_event`]). It uses no
+//! floating point (this core has no FPU, and CI checks the image links no
+//! soft-float helper).
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use static_cell::StaticCell;
 use synaptic_abi::Direction;
@@ -24,6 +29,7 @@ use synaptic_ring::{Consumer, Producer};
 use synaptic_serve::boot::{self, AttachError};
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::{Client, ClientError, Pong, SemLock};
+use zephyr::raw;
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
@@ -38,12 +44,49 @@ pub type ReceiverLock = SemLock<Consumer<'static, N>, KernelSemaphore>;
 pub type ZephyrClient =
     Client<'static, N, PeerDoorbell, KernelSemaphore, ZephyrClock, SenderLock, ReceiverLock>;
 
-/// The dispatch thread's doorbell timeout, milliseconds.
+/// How often the dispatch thread wakes on its own
+/// (`CONFIG_SYNAPTIC_CLIENT_SWEEP_MS`; 0: no timer, 100 ms waits).
+const SWEEP_MS: u32 = zephyr::kconfig::CONFIG_SYNAPTIC_CLIENT_SWEEP_MS as u32;
+/// The dispatch thread's own timeout when no sweep timer runs.
 const DISPATCH_POLL_MS: u32 = 100;
 /// Polling threshold of the completion policy (Kconfig).
 pub const POLL_THRESHOLD_US: u32 = zephyr::kconfig::CONFIG_SYNAPTIC_POLL_THRESHOLD_US as u32;
 
 static WAKE: KernelSemaphore = KernelSemaphore::new(0, 1);
+/// Set by the sweep timer, cleared by the dispatch thread that sweeps.
+static SWEEP_DUE: AtomicBool = AtomicBool::new(false);
+
+/// The periodic sweep timer's `k_timer`, initialised once by [`attach`].
+struct SweepTimer(UnsafeCell<MaybeUninit<raw::k_timer>>);
+
+// SAFETY: the timer is initialised and started once, by the one `attach`
+// that passes the doorbell's one-time init, and touched only by the kernel
+// after that.
+unsafe impl Sync for SweepTimer {}
+
+static SWEEP_TIMER: SweepTimer = SweepTimer(UnsafeCell::new(MaybeUninit::uninit()));
+
+/// The sweep timer's expiry (ISR): ask the dispatch thread to sweep.
+extern "C" fn on_sweep(_timer: *mut raw::k_timer) {
+    // Ordering: the semaphore give orders it before the thread's take.
+    SWEEP_DUE.store(true, Ordering::Relaxed);
+    WAKE.give();
+}
+
+/// Start the sweep timer (once per boot, from `attach`).
+fn start_sweep() {
+    let period: zephyr::time::Timeout =
+        zephyr::time::Duration::millis_at_least(u64::from(SWEEP_MS)).into();
+    let timer = SWEEP_TIMER.0.get().cast::<raw::k_timer>();
+    // SAFETY: `attach` calls this once, after the doorbell's one-time init
+    // succeeded, so nothing else has touched the static timer; it lives
+    // for the program, as a running k_timer must, and `on_sweep` only
+    // gives a semaphore and stores an atomic, which an ISR may.
+    unsafe {
+        raw::k_timer_init(timer, Some(on_sweep), None);
+        raw::k_timer_start(timer, period.0, period.0);
+    }
+}
 static CLIENT: StaticCell<ZephyrClient> = StaticCell::new();
 
 /// Why CPU1 could not attach.
@@ -91,6 +134,7 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
     let config = ClientConfig {
         poll_threshold_us: POLL_THRESHOLD_US,
         relax: crate::sync::wait_for_event,
+        swept: SWEEP_MS > 0,
     };
     let client = Client::attach(
         &region,
@@ -105,6 +149,9 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
         .try_init(client)
         .ok_or(AttachFailure::AlreadyAttached)?;
     dispatch(client).start();
+    if SWEEP_MS > 0 {
+        start_sweep();
+    }
     boot::attach(&region).map_err(AttachFailure::Layout)?;
     let pong = client.ping(handshake).map_err(AttachFailure::Handshake)?;
     Ok((client, pong))
@@ -112,9 +159,19 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
 
 #[zephyr::thread(stack_size = 1536)]
 fn dispatch(client: &'static ZephyrClient) {
+    // With the sweep timer the thread blocks without a timeout of its own
+    // (arming and cancelling one per doorbell costs more than the drain).
+    let wait = if SWEEP_MS > 0 {
+        Timeout::Forever
+    } else {
+        Timeout::Millis(DISPATCH_POLL_MS)
+    };
     loop {
-        let _ = WAKE.take(Timeout::Millis(DISPATCH_POLL_MS));
+        let _ = WAKE.take(wait);
         client.dispatch();
+        if SWEEP_DUE.swap(false, Ordering::Relaxed) {
+            client.expire_sleepers();
+        }
     }
 }
 
