@@ -19,6 +19,9 @@ from collections import defaultdict
 RPMSG_STATUS_P50 = 8069
 RPMSG_BULK_P50 = (689165, 1499856)
 V1_STATUS_P50 = 7839
+# The stub NPU's latency in the throughput rows (tests/offload_bench's
+# LOAD_LATENCY_US): inferences/s times it is the device's own occupancy.
+LOAD_LATENCY_US = 1500
 
 
 def parse(path):
@@ -64,10 +67,11 @@ def table(rows):
                 note += f"; p50 {r[4] / RPMSG_BULK_P50[0]:.2f}x RPMsg's best {RPMSG_BULK_P50[0]:,}"
             line(label, r, note)
     out.append("")
-    out.append("| requests in flight | inferences/s | NPU busy | ticks per inference |")
-    out.append("|---:|---:|---:|---:|")
+    out.append("| requests in flight | inferences/s | NPU busy (profiler) | device occupancy | ticks per inference |")
+    out.append("|---:|---:|---:|---:|---:|")
     for r in by.get("throughput", []):
-        out.append(f"| {r[1]} | {r[7]:,} | {r[8] / 10:.1f}% | {r[4]:,} |")
+        occupancy = r[7] * LOAD_LATENCY_US / 1e4
+        out.append(f"| {r[1]} | {r[7]:,} | {r[8] / 10:.1f}% | {occupancy:.1f}% | {r[4]:,} |")
     out.append("")
     out.append("| stub latency (µs) | polled p50 | interrupt p50 | CPU1 busy per request, polled | interrupt |")
     out.append("|---:|---:|---:|---:|---:|")

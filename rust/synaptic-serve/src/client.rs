@@ -297,6 +297,16 @@ fn bump(counter: &AtomicU32) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
+/// [`bump`] for a counter only written under one lock (the sender's or the
+/// receiver's): a load and a store, no read-modify-write loop.
+fn bump_locked(counter: &AtomicU32) {
+    // Ordering: a statistic; its one writer holds the lock.
+    counter.store(
+        counter.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
+}
+
 /// The CPU1 side of the inference service.
 ///
 /// `N`: ring entries; `D`: the doorbell to CPU0; `S`: the semaphores the
@@ -421,7 +431,7 @@ where
             total += 1;
             match ValidMessage::try_from(raw) {
                 Ok(msg) => self.handle(&msg),
-                Err(_) => bump(&self.counters.unexpected),
+                Err(_) => bump_locked(&self.counters.unexpected),
             }
         }
         // Ordering: CPU1-local, written under the receiver lock; a stale
@@ -618,7 +628,7 @@ where
         }
         match sender.send(msg) {
             Ok(_) => {
-                bump(&self.counters.sent);
+                bump_locked(&self.counters.sent);
                 Ok(id)
             }
             Err(e) => Err(ClientError::Ipc(e)),
@@ -804,7 +814,7 @@ where
         match msg.msg_type {
             MessageType::InferResp | MessageType::ModelLoad => self.on_slot_reply(msg),
             MessageType::StatusResp => self.on_status(msg),
-            _ => bump(&self.counters.unexpected),
+            _ => bump_locked(&self.counters.unexpected),
         }
     }
 
@@ -819,12 +829,12 @@ where
             let slot = &self.slots[k];
             slot.status.store(msg.status, Ordering::Relaxed);
             if slot.moves(state::SENT, state::DONE) {
-                bump(&self.counters.delivered);
+                bump_locked(&self.counters.delivered);
                 slot.notify();
                 return;
             }
             if slot.moves(state::ABANDONED, state::FREE) {
-                bump(&self.counters.discarded);
+                bump_locked(&self.counters.discarded);
                 self.notify_free();
                 return;
             }
@@ -837,11 +847,11 @@ where
                 }
             }
         }
-        bump(&self.counters.discarded);
+        bump_locked(&self.counters.discarded);
     }
 
     fn on_status(&self, msg: &ValidMessage) {
-        bump(&self.counters.pongs);
+        bump_locked(&self.counters.pongs);
         // The barrier first, the ping's caller after: a caller woken by its
         // pong finds every slot the mask proved free already free.
         if msg.status >= 0 {
@@ -870,7 +880,7 @@ where
                 && is_after(msg.msg_id, id)
                 && slot.moves(from, state::FREE)
             {
-                bump(&self.counters.reclaimed);
+                bump_locked(&self.counters.reclaimed);
                 self.notify_free();
             }
         }
@@ -1086,8 +1096,8 @@ where
                 waiter.set(state::STAGING);
                 return Err(ClientError::Ipc(e));
             }
+            bump_locked(&client.counters.sent);
         }
-        bump(&client.counters.sent);
         if !client.wait_reply(waiter, polled, deadline)
             && waiter.moves(state::SENT, state::ABANDONED)
         {
