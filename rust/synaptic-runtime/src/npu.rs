@@ -459,9 +459,9 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             return Err(NpuError::DeviceFault);
         }
         let out_len = model.output.byte_len();
-        if self.null {
-            self.output[..out_len].fill(0);
-        } else {
+        // Null mode's zeros are written by `get_output`, into the caller's
+        // buffer: no device buffer is touched.
+        if !self.null {
             stub_output(self.seed, model.id, input, &mut self.output[..out_len]);
         }
         self.output_valid = true;
@@ -601,7 +601,11 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
                 actual: output.len(),
             });
         }
-        output[..needed].copy_from_slice(&self.output[..needed]);
+        if self.null {
+            output[..needed].fill(0);
+        } else {
+            output[..needed].copy_from_slice(&self.output[..needed]);
+        }
         Ok(needed)
     }
 

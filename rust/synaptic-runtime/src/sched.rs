@@ -271,6 +271,10 @@ enum State {
     Finished(Result<(u8, TensorMeta), JobError>),
 }
 
+/// The buffer index of a finished job's output in the caller's buffer
+/// ([`Scheduler::submit_into`]; 0 and 1 are the work buffer's halves).
+const EXTERNAL: u8 = 2;
+
 /// The output buffer of a step whose input is in `current`.
 fn out_buffer(current: Option<u8>) -> u8 {
     match current {
@@ -281,21 +285,25 @@ fn out_buffer(current: Option<u8>) -> u8 {
 
 fn no_callback(_: usize, _: Result<crate::npu::NpuRun, NpuError>) {}
 
-/// How step `next` of job `i` ended (its input `meta` was in `current`).
+/// How step `next` of job `i` ended (its input `meta` was in `current`,
+/// its output went to buffer `into`).
 struct Collected {
     i: usize,
     next: u8,
     current: Option<u8>,
+    into: u8,
     meta: TensorMeta,
     last: bool,
     result: Result<TensorMeta, JobError>,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 struct Slot<'a> {
     generation: u16,
     state: State,
     request: Option<JobRequest<'a>>,
+    /// The caller's output buffer ([`Scheduler::submit_into`]).
+    output: Option<&'a mut [u8]>,
     seq: u64,
     submitted_us: u64,
     profile: InferenceProfile,
@@ -323,14 +331,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         let () = Self::FITS;
         let buffer_len = (work.len() / (2 * J)) & !(ALIGN - 1);
         Scheduler {
-            slots: [Slot {
+            slots: core::array::from_fn(|_| Slot {
                 generation: 1,
                 state: State::Free,
                 request: None,
+                output: None,
                 seq: 0,
                 submitted_us: 0,
                 profile: InferenceProfile::default(),
-            }; J],
+            }),
             work,
             buffer_len,
             next_seq: 0,
@@ -386,6 +395,35 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         pipelines: &PipelinePool<P, S>,
         clock: &C,
     ) -> Result<JobId, SchedError> {
+        self.submit_to(request, None, pipelines, clock)
+    }
+
+    /// Queues a job whose last step writes its output straight into
+    /// `output` (zero copy out; [`Scheduler::take_result`] then reclaims
+    /// it without copying). The scheduler holds the buffer until the job
+    /// is reclaimed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scheduler::submit`]; a too small `output` fails the job with
+    /// [`JobError::BufferTooSmall`] when its last step runs.
+    pub fn submit_into<C: Clock, const P: usize, const S: usize>(
+        &mut self,
+        request: JobRequest<'a>,
+        output: &'a mut [u8],
+        pipelines: &PipelinePool<P, S>,
+        clock: &C,
+    ) -> Result<JobId, SchedError> {
+        self.submit_to(request, Some(output), pipelines, clock)
+    }
+
+    fn submit_to<C: Clock, const P: usize, const S: usize>(
+        &mut self,
+        request: JobRequest<'a>,
+        output: Option<&'a mut [u8]>,
+        pipelines: &PipelinePool<P, S>,
+        clock: &C,
+    ) -> Result<JobId, SchedError> {
         pipelines
             .runnable(request.pipeline)
             .map_err(SchedError::Pipeline)?;
@@ -399,6 +437,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         let slot = &mut self.slots[index];
         slot.state = State::Queued;
         slot.request = Some(request);
+        slot.output = output;
         slot.seq = seq;
         slot.submitted_us = clock.now_us();
         slot.profile = InferenceProfile::default();
@@ -455,6 +494,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         let slot = &mut self.slots[i];
         slot.state = State::Free;
         slot.request = None;
+        slot.output = None;
         slot.generation = match slot.generation.wrapping_add(1) {
             0 => 1,
             g => g,
@@ -467,6 +507,24 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     fn buffer_range(&self, slot: usize, buffer: u8) -> core::ops::Range<usize> {
         let start = (2 * slot + usize::from(buffer)) * self.buffer_len;
         start..start + self.buffer_len
+    }
+
+    /// The bytes of job `i`'s buffer `buffer` (a work half or the caller's).
+    fn buffer(&self, i: usize, buffer: u8) -> &[u8] {
+        if buffer == EXTERNAL {
+            return self.slots[i].output.as_deref().unwrap_or(&[]);
+        }
+        &self.work[self.buffer_range(i, buffer)]
+    }
+
+    /// Where the step after input `current` writes: the caller's buffer
+    /// for the last step when it gave one, else the other work half.
+    fn target(&self, i: usize, current: Option<u8>, last: bool) -> u8 {
+        if last && self.slots[i].output.is_some() {
+            EXTERNAL
+        } else {
+            out_buffer(current)
+        }
     }
 
     fn finish<N, C: Clock, const M: usize, const P: usize, const S: usize>(
@@ -492,8 +550,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             let id = self.id_of(i);
             match result {
                 Ok((buffer, meta)) => {
-                    let range = self.buffer_range(i, buffer);
-                    let view = TensorRef::wrap(meta, &self.work[range]);
+                    let view = TensorRef::wrap(meta, self.buffer(i, buffer));
                     // The view fits: every step checked its output length.
                     f(
                         id,
@@ -617,15 +674,20 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             return Some(done(true));
         };
         let last = usize::from(next) + 1 == steps.len();
+        let into = self.target(i, current, last);
         // Split this slot's region into the current tensor and the output.
         let base = self.buffer_range(i, 0).start;
         let len = self.buffer_len;
         let region = &mut self.work[base..base + 2 * len];
         let (first, second) = region.split_at_mut(len);
-        let (input_bytes, output): (&[u8], &mut [u8]) = match current {
+        let (input_bytes, work_out): (&[u8], &mut [u8]) = match current {
             None => (request.input.data(), first),
             Some(0) => (&first[..meta.byte_len()], second),
             Some(_) => (&second[..meta.byte_len()], first),
+        };
+        let output = match self.slots[i].output.as_deref_mut() {
+            Some(o) if into == EXTERNAL => o,
+            _ => work_out,
         };
         let started = env.clock.now_us();
         let input = TensorRef::wrap(meta, input_bytes).map_err(|_| JobError::BufferTooSmall {
@@ -666,6 +728,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 i,
                 next,
                 current,
+                into,
                 meta,
                 last,
                 result,
@@ -706,21 +769,34 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         };
         let elapsed = env.clock.now_us().saturating_sub(started_us);
         self.slots[i].profile.npu_us += elapsed;
+        let into = self.target(i, current, last);
         let result = if env.npu.state() == NpuState::Error {
             let _ = env.npu.clear_error();
             Err(JobError::Npu(NpuError::DeviceFault))
         } else {
-            let range = self.buffer_range(i, out_buffer(current));
             let needed = out_meta.byte_len();
-            env.npu
-                .get_output(&mut self.work[range][..needed])
-                .map(|_| out_meta)
-                .map_err(JobError::Npu)
+            let range = self.buffer_range(i, into.min(1));
+            let output = match self.slots[i].output.as_deref_mut() {
+                Some(o) if into == EXTERNAL => o,
+                _ => &mut self.work[range],
+            };
+            match output.get_mut(..needed) {
+                Some(output) => env
+                    .npu
+                    .get_output(output)
+                    .map(|_| out_meta)
+                    .map_err(JobError::Npu),
+                None => Err(JobError::BufferTooSmall {
+                    needed,
+                    available: output.len(),
+                }),
+            }
         };
         Some(Collected {
             i,
             next,
             current,
+            into,
             meta,
             last,
             result,
@@ -737,6 +813,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             i,
             next,
             current,
+            into,
             meta,
             last,
             result,
@@ -747,7 +824,6 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             step: next,
             finished,
         };
-        let out_buffer = out_buffer(current);
         match result {
             Err(e) => {
                 self.finish(i, Err(e), env);
@@ -763,12 +839,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     };
                 profile.memory_peak = profile.memory_peak.max(in_use);
                 if last {
-                    self.finish(i, Ok((out_buffer, out_meta)), env);
+                    self.finish(i, Ok((into, out_meta)), env);
                     done(true)
                 } else {
                     self.slots[i].state = State::Running {
                         next: next + 1,
-                        current: Some(out_buffer),
+                        current: Some(into),
                         meta: out_meta,
                     };
                     done(false)
@@ -834,14 +910,13 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     pub fn output(&self, id: JobId) -> Result<TensorRef<'_>, SchedError> {
         let i = self.index(id)?;
         match self.slots[i].state {
-            State::Finished(Ok((buffer, meta))) => {
-                TensorRef::wrap(meta, &self.work[self.buffer_range(i, buffer)]).map_err(|_| {
+            State::Finished(Ok((buffer, meta))) => TensorRef::wrap(meta, self.buffer(i, buffer))
+                .map_err(|_| {
                     SchedError::Job(JobError::BufferTooSmall {
                         needed: meta.byte_len(),
                         available: self.buffer_len,
                     })
-                })
-            }
+                }),
             State::Finished(Err(e)) => Err(SchedError::Job(e)),
             _ => Err(SchedError::NotFinished),
         }
@@ -871,10 +946,32 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                         actual: out.len(),
                     });
                 }
-                let start = self.buffer_range(i, buffer).start;
-                out[..n].copy_from_slice(&self.work[start..start + n]);
+                out[..n].copy_from_slice(&self.buffer(i, buffer)[..n]);
                 self.free(i);
                 Ok((meta, n))
+            }
+            State::Finished(Err(e)) => {
+                self.free(i);
+                Err(SchedError::Job(e))
+            }
+            _ => Err(SchedError::NotFinished),
+        }
+    }
+
+    /// Reclaims a finished job whose output went to the caller's buffer
+    /// ([`Scheduler::submit_into`]) and returns the output descriptor and length (nothing is copied; a
+    /// job without one is reclaimed the same way). A failed job is
+    /// reclaimed and its error returned.
+    ///
+    /// # Errors
+    ///
+    /// Id errors; [`SchedError::NotFinished`]; [`SchedError::Job`].
+    pub fn take_result(&mut self, id: JobId) -> Result<(TensorMeta, usize), SchedError> {
+        let i = self.index(id)?;
+        match self.slots[i].state {
+            State::Finished(Ok((_, meta))) => {
+                self.free(i);
+                Ok((meta, meta.byte_len()))
             }
             State::Finished(Err(e)) => {
                 self.free(i);
@@ -1263,6 +1360,56 @@ mod tests {
         assert_eq!(out, e);
         assert_eq!(rig.profiler.last().unwrap().npu_us, NPU_US);
         assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
+    }
+
+    #[test]
+    fn submit_into_writes_the_output_in_place_sync_and_overlapped() {
+        for overlap in [false, true] {
+            let mut rig = Rig::new();
+            let p = rig.pipeline("p", &[increment], &[]);
+            let data = [4u8; 8];
+            let mut work = [0u8; 256];
+            let mut out = [0u8; 4];
+            let mut small = [0u8; 3];
+            {
+                let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+                sched.set_overlap(overlap).unwrap();
+                let id = sched
+                    .submit_into(
+                        JobRequest::new(p, input(&data)),
+                        &mut out,
+                        &rig.pool,
+                        rig.clock,
+                    )
+                    .unwrap();
+                let short = sched
+                    .submit_into(
+                        JobRequest::new(p, input(&data)),
+                        &mut small,
+                        &rig.pool,
+                        rig.clock,
+                    )
+                    .unwrap();
+                for _ in 0..8 {
+                    sched.step(&mut rig.env());
+                    rig.clock.advance(NPU_US);
+                }
+                assert_eq!(sched.output(id).unwrap().data().len(), 4);
+                assert_eq!(sched.take_result(id).map(|(_, n)| n), Ok(4));
+                assert_eq!(sched.take_result(id), Err(SchedError::StaleJob));
+                assert_eq!(
+                    sched.take_result(short),
+                    Err(SchedError::Job(JobError::BufferTooSmall {
+                        needed: 4,
+                        available: 3
+                    }))
+                );
+            }
+            assert_eq!(out, expected(rig.model, &[5u8; 8]), "overlap {overlap}");
+            // The model's output never touched the work buffer.
+            let e = expected(rig.model, &[5u8; 8]);
+            assert!(!work.windows(4).any(|w| w == e), "overlap {overlap}");
+        }
     }
 
     #[test]

@@ -985,7 +985,7 @@ where
     /// [`ClientError::Remote`] with CPU0's errno;
     /// [`ClientError::OutputTooSmall`].
     pub fn infer_with(
-        mut self,
+        self,
         model: ModelHandle,
         input_len: usize,
         output: &mut [u8],
@@ -993,6 +993,34 @@ where
         wait: Wait,
         timeout: Timeout,
     ) -> Result<usize, ClientError> {
+        self.infer_then(model, input_len, priority, wait, timeout, |result| {
+            if result.len() > output.len() {
+                return Err(ClientError::OutputTooSmall {
+                    needed: result.len(),
+                    actual: output.len(),
+                });
+            }
+            output[..result.len()].copy_from_slice(result);
+            Ok(result.len())
+        })?
+    }
+
+    /// As [`infer_with`](Self::infer_with), but the output is read where
+    /// CPU0 wrote it, in the slot: `read` gets it (zero copy out) before
+    /// the slot is freed, and its value is returned.
+    ///
+    /// # Errors
+    ///
+    /// As [`infer_with`](Self::infer_with), except `OutputTooSmall`.
+    pub fn infer_then<R>(
+        mut self,
+        model: ModelHandle,
+        input_len: usize,
+        priority: Priority,
+        wait: Wait,
+        timeout: Timeout,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, ClientError> {
         let payload_len = protocol::infer_payload_len(input_len, self.exchange.input_capacity())
             .filter(|_| input_len > 0)
             .ok_or(ClientError::InvalidArgument)?;
@@ -1007,24 +1035,14 @@ where
             polled,
             deadline,
         )?;
-        let result = client.status_to_len(status).and_then(|len| {
-            if len > self.exchange.output_capacity() {
-                return Err(ClientError::Protocol { status });
-            }
-            if len > output.len() {
-                return Err(ClientError::OutputTooSmall {
-                    needed: len,
-                    actual: output.len(),
-                });
-            }
-            // SAFETY: the reply moved the slot SENT → DONE: CPU0 handed it
-            // back, and only this caller frees it (on drop, after this read).
-            let source = unsafe { self.exchange.output() };
-            output[..len].copy_from_slice(&source[..len]);
-            Ok(len)
-        });
-        drop(self);
-        result
+        let len = client.status_to_len(status)?;
+        if len > self.exchange.output_capacity() {
+            return Err(ClientError::Protocol { status });
+        }
+        // SAFETY: the reply moved the slot SENT → DONE: CPU0 handed it back,
+        // and only this caller frees it (on drop, after `read` returns).
+        let result = unsafe { self.exchange.output() };
+        Ok(read(&result[..len]))
     }
 
     /// Resolve `name` to a model handle on CPU0 (`MODEL_LOAD`).

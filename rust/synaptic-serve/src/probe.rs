@@ -119,6 +119,7 @@ pub unsafe fn synaptic_probe_client_attach(
     let config = ClientConfig {
         poll_threshold_us: 400,
         relax,
+        swept: true,
     };
     Some(Client::attach(
         &region,
@@ -203,4 +204,10 @@ pub fn synaptic_probe_client_ping(client: &ProbeClient, timeout_ms: i32) -> i32 
 #[no_mangle]
 pub fn synaptic_probe_client_dispatch(client: &ProbeClient) -> usize {
     client.dispatch()
+}
+
+/// The sweep timer's call into the client (timeouts of sleeping callers).
+#[no_mangle]
+pub fn synaptic_probe_client_sweep(client: &ProbeClient) {
+    client.expire_sleepers()
 }

@@ -14,9 +14,11 @@
 //!   fits the slot. A violation is answered with a negative errno, counted
 //!   in [`ServeStats::violations`], and never panics or touches memory
 //!   outside the region.
-//! * **Zero copy in.** An accepted `INFER_REQ` wraps the slot's input as the
-//!   job's input tensor ([`TensorRef::wrap`]); the only copy is the NPU
-//!   driver's own `set_input`. The output is written once, into the slot.
+//! * **Zero copy in and out.** An accepted `INFER_REQ` wraps the slot's
+//!   input as the job's input tensor ([`TensorRef::wrap`]); the only copy
+//!   in is the NPU driver's own `set_input`. The job's last step writes its
+//!   output straight into the slot (`Scheduler::submit_into`): the only
+//!   copy out is the driver's `get_output`.
 //! * **One request per slot, K slots in flight.** From accepting a request
 //!   on slot `i` until pushing its reply the server holds slot `i`; another
 //!   request on slot `i` meanwhile is answered `-EBUSY` without reading the
@@ -679,9 +681,10 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         }
         // SAFETY: CPU1 handed the slot over with this request and takes it
         // back only with our reply; `complete` reclaims the job (ending the
-        // scheduler's use of this slice) before pushing that reply, and
-        // nothing on this core writes the slot's input area.
-        let input = unsafe { exchange.input() };
+        // scheduler's use of both slices) before pushing that reply, and
+        // nothing else on this core reads or writes the slot's tensor
+        // areas meanwhile (the header is reached only as atomic words).
+        let (input, output) = unsafe { (exchange.input(), exchange.output_mut()) };
         let tensor = TensorRef::wrap(info.input, &input[..input_len]).map_err(|_| {
             ServeError::InputSizeMismatch {
                 expected: info.input_size(),
@@ -696,9 +699,10 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             preemptible: true,
             callback: None,
         };
+        // The output is written in place, into the slot (zero copy out).
         let job = rt
             .scheduler
-            .submit(request, &*rt.pipelines, rt.clock)
+            .submit_into(request, output, &*rt.pipelines, rt.clock)
             .map_err(ServeError::Sched)?;
         Ok((job, model))
     }
@@ -761,12 +765,9 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         let flight = self.in_flight[slot]?;
         let exchange = self.region.exchange(slot)?;
         let result = match rt.scheduler.status(flight.job) {
-            Ok(JobStatus::Done(_) | JobStatus::Failed(_)) => {
-                // SAFETY: CPU0 holds the slot until the reply below; nothing
-                // else on this core holds a slice of its output area.
-                let output = unsafe { exchange.output_mut() };
-                rt.scheduler.get_result(flight.job, output)
-            }
+            // The output is in the slot already; reclaiming the job ends the
+            // scheduler's hold on it.
+            Ok(JobStatus::Done(_) | JobStatus::Failed(_)) => rt.scheduler.take_result(flight.job),
             Ok(JobStatus::Queued | JobStatus::Running { .. }) => return None,
             // Reclaimed behind our back (cancelled): the slot is free again.
             Err(e) => Err(e),

@@ -68,24 +68,26 @@ struct Models {
     frame: ModelHandle,
 }
 
-/// One inference on `model` (`len` bytes in, `out_len` out): write every
-/// input byte, infer, read every output byte. Returns the round trip.
+/// Every byte of `bytes`, summed (what a caller reading its output does).
+fn sum(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0u32, |a, &b| a.wrapping_add(u32::from(b)))
+}
+
+/// One inference on `model` (`len` bytes in): write every input byte,
+/// infer, read every output byte where CPU0 wrote it. Returns the round
+/// trip.
 fn infer_once(
     client: &ZephyrClient,
     model: ModelHandle,
     len: usize,
-    out: &mut [u8],
     wait: Wait,
     seq: u32,
 ) -> Result<u32, ClientError> {
     let start = ticks();
     let mut session = client.reserve(len, TIMEOUT)?;
     session.infer_input()[..len].fill(seq as u8);
-    let n = session.infer_with(model, len, out, Priority::Normal, wait, TIMEOUT)?;
-    let sum = out[..n]
-        .iter()
-        .fold(0u32, |a, &b| a.wrapping_add(u32::from(b)));
-    core::hint::black_box(sum);
+    let total = session.infer_then(model, len, Priority::Normal, wait, TIMEOUT, sum)?;
+    core::hint::black_box(total);
     Ok(ticks().wrapping_sub(start))
 }
 
@@ -101,8 +103,7 @@ fn bytes_once(
     let mut session = client.reserve(len, TIMEOUT)?;
     session.infer_input()[..len].fill(seq as u8);
     drop(session);
-    let sum = out.iter().fold(0u32, |a, &b| a.wrapping_add(u32::from(b)));
-    core::hint::black_box(sum);
+    core::hint::black_box(sum(out));
     Ok(ticks().wrapping_sub(start))
 }
 
@@ -120,24 +121,14 @@ fn ask(board: &Board, command: Command, arg: u32) -> u32 {
 /// Set the stub latency and let the serving thread apply it.
 fn set_latency(board: &Board, client: &ZephyrClient, models: Models, us: u32) {
     ask(board, Command::SetLatency, us);
-    let mut out = [0u8; p::SMALL_OUTPUT];
     for seq in 0..3 {
-        let _ = infer_once(
-            client,
-            models.small,
-            p::SMALL_LEN,
-            &mut out,
-            Wait::Interrupt,
-            seq,
-        );
+        let _ = infer_once(client, models.small, p::SMALL_LEN, Wait::Interrupt, seq);
     }
 }
 
-// Each worker holds a 4,096-byte output buffer for the frame model.
-#[zephyr::thread(stack_size = 6144, pool_size = 4)]
+// Workers read their outputs in the slots: no output buffers of their own.
+#[zephyr::thread(stack_size = 3072, pool_size = 4)]
 fn worker(client: &'static ZephyrClient, models: Models, index: u32) {
-    let mut small = [0u8; p::SMALL_OUTPUT];
-    let mut frame = [0u8; p::FRAME_OUTPUT];
     let mut seq = 0u32;
     loop {
         let mode = MODE.load(Ordering::Acquire);
@@ -149,25 +140,12 @@ fn worker(client: &'static ZephyrClient, models: Models, index: u32) {
             GATE.take(Timeout::Forever);
             continue;
         }
-        let result = if loading && !seq.is_multiple_of(2) {
-            infer_once(
-                client,
-                models.frame,
-                p::FRAME_LEN,
-                &mut frame,
-                Wait::Interrupt,
-                seq,
-            )
+        let (model, len) = if loading && !seq.is_multiple_of(2) {
+            (models.frame, p::FRAME_LEN)
         } else {
-            infer_once(
-                client,
-                models.small,
-                p::SMALL_LEN,
-                &mut small,
-                Wait::Interrupt,
-                seq,
-            )
+            (models.small, p::SMALL_LEN)
         };
+        let result = infer_once(client, model, len, Wait::Interrupt, seq);
         seq = seq.wrapping_add(1);
         // Ordering: counters read after the window by the main thread.
         match result {
@@ -246,7 +224,7 @@ fn infer_rows(board: &Board, client: &ZephyrClient, models: Models) -> Result<()
             bytes_once(client, len, out, seq)
         })?;
         let mut row = timed(board, kind, 0, p::INFER_ROUNDS, None, |seq| {
-            infer_once(client, model, len, out, Wait::Poll, seq)
+            infer_once(client, model, len, Wait::Poll, seq)
         })?;
         row.extra1 = bytes.summary.p50;
         board.push_row(&row);
@@ -299,7 +277,6 @@ fn throughput_rows(board: &Board) -> Result<(), u32> {
 }
 
 fn sweep_rows(board: &Board, client: &ZephyrClient, models: Models) -> Result<(), u32> {
-    let mut out = [0u8; p::SMALL_OUTPUT];
     for &us in &p::SWEEP_US {
         set_latency(board, client, models, us);
         for (kind, wait) in [
@@ -308,7 +285,7 @@ fn sweep_rows(board: &Board, client: &ZephyrClient, models: Models) -> Result<()
         ] {
             let busy0 = busy_cycles();
             let mut row = timed(board, kind, us, p::SWEEP_ROUNDS, None, |seq| {
-                infer_once(client, models.small, p::SMALL_LEN, &mut out, wait, seq)
+                infer_once(client, models.small, p::SMALL_LEN, wait, seq)
             })?;
             let busy = busy_cycles().saturating_sub(busy0) / p::SWEEP_ROUNDS as u64;
             row.extra1 = u32::try_from(busy).unwrap_or(u32::MAX).max(1);
