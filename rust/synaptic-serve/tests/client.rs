@@ -662,6 +662,25 @@ fn replies_reach_the_caller_that_waits_for_them() {
                 .unwrap();
             assert_eq!(&out[..n], &answer(&staged, OUT)[..]);
         }
+        // Read in place: the closure sees exactly the reply's bytes, in the
+        // slot, before the slot is freed.
+        let mut session = client.reserve(KWS_IN, Timeout::Forever).unwrap();
+        let slot = session.slot();
+        let staged = stage(session.infer_input(), KWS_IN, 99);
+        let seen_bytes = session
+            .infer_then(
+                model,
+                KWS_IN,
+                Priority::Normal,
+                Wait::Interrupt,
+                Timeout::Forever,
+                |out| {
+                    assert!(client.held_mask() & (1 << slot) == 0, "CPU0 handed it back");
+                    out.to_vec()
+                },
+            )
+            .unwrap();
+        assert_eq!(seen_bytes, answer(&staged, OUT));
         // An output larger than the caller's buffer.
         let session = client.session(Timeout::Forever).unwrap();
         let mut small = [0u8; 4];
@@ -679,11 +698,11 @@ fn replies_reach_the_caller_that_waits_for_them() {
             })
         );
     });
-    assert_eq!(seen.answered, 53);
+    assert_eq!(seen.answered, 54);
     let s = client.stats();
     assert_eq!(
         (s.sent, s.delivered, s.discarded, s.timeouts, s.polled),
-        (53, 53, 0, 0, 0)
+        (54, 54, 0, 0, 0)
     );
     assert!(!client.slot_held());
 }
