@@ -545,7 +545,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         if self.current == Some(i) {
             self.current = None;
         }
-        let callback = slot.request.and_then(|r| r.callback);
+        let callback = slot.request.as_ref().and_then(|r| r.callback);
         if let Some((f, context)) = callback {
             let id = self.id_of(i);
             match result {
@@ -569,7 +569,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
 
     fn pick(&self) -> Option<usize> {
         if let Some(i) = self.current {
-            let holds = self.slots[i].request.is_some_and(|r| !r.preemptible);
+            let holds = self.slots[i].request.as_ref().is_some_and(|r| !r.preemptible);
             match self.slots[i].state {
                 State::Running { .. } if holds => return Some(i),
                 State::OnDevice { .. } if holds => return None,
@@ -589,7 +589,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 State::Queued => may_start,
                 _ => false,
             };
-            let Some(r) = s.request else { continue };
+            let Some(r) = s.request.as_ref() else { continue };
             if !eligible {
                 continue;
             }
@@ -1007,7 +1007,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         if matches!(self.slots[i].state, State::Finished(_)) {
             return Err(SchedError::AlreadyFinished);
         }
-        if let Some((f, context)) = self.slots[i].request.and_then(|r| r.callback) {
+        if let Some((f, context)) = self.slots[i].request.as_ref().and_then(|r| r.callback) {
             f(id, Err(JobError::Cancelled), context);
         }
         self.free(i);
