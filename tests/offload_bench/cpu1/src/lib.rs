@@ -70,7 +70,9 @@ struct Models {
 
 /// Every byte of `bytes`, summed (what a caller reading its output does).
 fn sum(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0u32, |a, &b| a.wrapping_add(u32::from(b)))
+    bytes
+        .iter()
+        .fold(0u32, |a, &b| a.wrapping_add(u32::from(b)))
 }
 
 /// One inference on `model` (`len` bytes in): write every input byte,
