@@ -569,7 +569,10 @@ impl<'a, const J: usize> Scheduler<'a, J> {
 
     fn pick(&self) -> Option<usize> {
         if let Some(i) = self.current {
-            let holds = self.slots[i].request.as_ref().is_some_and(|r| !r.preemptible);
+            let holds = self.slots[i]
+                .request
+                .as_ref()
+                .is_some_and(|r| !r.preemptible);
             match self.slots[i].state {
                 State::Running { .. } if holds => return Some(i),
                 State::OnDevice { .. } if holds => return None,
@@ -589,7 +592,9 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 State::Queued => may_start,
                 _ => false,
             };
-            let Some(r) = s.request.as_ref() else { continue };
+            let Some(r) = s.request.as_ref() else {
+                continue;
+            };
             if !eligible {
                 continue;
             }
@@ -1279,6 +1284,21 @@ mod tests {
         out
     }
 
+    /// A finished job's 4-byte output, claimed.
+    fn claim<const J: usize>(sched: &mut Scheduler<'_, J>, id: JobId) -> [u8; 4] {
+        let mut out = [0u8; 4];
+        sched.get_result(id, &mut out).unwrap();
+        out
+    }
+
+    fn ran(job: JobId, step: u8, finished: bool) -> StepOutcome {
+        StepOutcome::Ran {
+            job,
+            step,
+            finished,
+        }
+    }
+
     fn with(request: JobRequest<'_>, priority: Priority, preemptible: bool) -> JobRequest<'_> {
         JobRequest {
             priority,
@@ -1321,14 +1341,7 @@ mod tests {
             .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
             .unwrap();
         // The model step starts the device and returns at once.
-        assert_eq!(
-            sched.step(&mut rig.env()),
-            StepOutcome::Ran {
-                job: id,
-                step: 0,
-                finished: false
-            }
-        );
+        assert_eq!(sched.step(&mut rig.env()), ran(id, 0, false));
         assert_eq!(rig.npu.state(), NpuState::Busy);
         assert_eq!(sched.set_overlap(false), Err(SchedError::InvalidArgument));
         assert_eq!(sched.status(id), Ok(JobStatus::Running { next_step: 0 }));
@@ -1336,28 +1349,12 @@ mod tests {
         rig.clock.advance(NPU_US);
         // Collected (the device's next job would start first), then the
         // post stage runs at the next step.
-        assert_eq!(
-            sched.step(&mut rig.env()),
-            StepOutcome::Ran {
-                job: id,
-                step: 0,
-                finished: false
-            }
-        );
+        assert_eq!(sched.step(&mut rig.env()), ran(id, 0, false));
         assert_eq!(rig.npu.state(), NpuState::Idle);
-        assert_eq!(
-            sched.step(&mut rig.env()),
-            StepOutcome::Ran {
-                job: id,
-                step: 1,
-                finished: true
-            }
-        );
-        let mut out = [0u8; 4];
-        sched.get_result(id, &mut out).unwrap();
+        assert_eq!(sched.step(&mut rig.env()), ran(id, 1, true));
         let mut e = expected(rig.model, &data);
         e.iter_mut().for_each(|b| *b = b.wrapping_add(1));
-        assert_eq!(out, e);
+        assert_eq!(claim(&mut sched, id), e);
         assert_eq!(rig.profiler.last().unwrap().npu_us, NPU_US);
         assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
     }
@@ -1438,11 +1435,8 @@ mod tests {
         assert!(
             matches!(sched.step(&mut rig.env()), StepOutcome::Ran { job, finished: true, .. } if job == jb)
         );
-        let mut out = [0u8; 4];
-        sched.get_result(ja, &mut out).unwrap();
-        assert_eq!(out, expected(rig.model, &a));
-        sched.get_result(jb, &mut out).unwrap();
-        assert_eq!(out, expected(rig.model, &b));
+        assert_eq!(claim(&mut sched, ja), expected(rig.model, &a));
+        assert_eq!(claim(&mut sched, jb), expected(rig.model, &b));
     }
 
     #[test]
@@ -1480,9 +1474,7 @@ mod tests {
         assert!(matches!(sched.step(&mut rig.env()), StepOutcome::Ran { job, .. } if job == jg));
         rig.clock.advance(NPU_US);
         sched.step(&mut rig.env());
-        let mut out = [0u8; 4];
-        sched.get_result(jg, &mut out).unwrap();
-        assert_eq!(out, expected(rig.model, &good));
+        assert_eq!(claim(&mut sched, jg), expected(rig.model, &good));
     }
 
     #[test]
@@ -1623,14 +1615,7 @@ mod tests {
                 rig.clock,
             )
             .unwrap();
-        assert_eq!(
-            sched.step(&mut rig.env()),
-            StepOutcome::Ran {
-                job: ja,
-                step: 1,
-                finished: true
-            }
-        );
+        assert_eq!(sched.step(&mut rig.env()), ran(ja, 1, true));
         assert_eq!(sched.status(jb), Ok(JobStatus::Queued));
     }
 
