@@ -780,10 +780,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             Err(JobError::Npu(NpuError::DeviceFault))
         } else {
             let needed = out_meta.byte_len();
-            let range = self.buffer_range(i, into.min(1));
-            let output = match self.slots[i].output.as_deref_mut() {
-                Some(o) if into == EXTERNAL => o,
-                _ => &mut self.work[range],
+            let output: &mut [u8] = if into == EXTERNAL {
+                // `target` names EXTERNAL only for a job with an output.
+                self.slots[i].output.as_deref_mut().unwrap_or(&mut [])
+            } else {
+                let range = self.buffer_range(i, into);
+                &mut self.work[range]
             };
             match output.get_mut(..needed) {
                 Some(output) => env

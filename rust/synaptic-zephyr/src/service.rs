@@ -17,8 +17,9 @@
 //!   every stage boundary. With `CONFIG_SYNAPTIC_NPU_OVERLAP` the model
 //!   runs on the device asynchronously: the thread validates and queues
 //!   the next requests and answers finished ones meanwhile, and hands the
-//!   device the next model step as it collects the last one. An idle turn (50 ms) also drains the ring, so a
-//!   lost doorbell costs latency, never a message. It publishes counters
+//!   device the next model step as it collects the last one. An idle turn
+//!   (50 ms) also drains the ring, so a lost doorbell costs latency, never
+//!   a message. It publishes counters
 //!   and a snapshot for the shell ([`crate::status`]).
 //!
 //! Both push replies through one sender behind an [`IsrLock`].
@@ -418,9 +419,8 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, Timeout::Millis(IDLE_MS));
         if work == 0 && rt.npu.state() == NpuState::Busy {
             // A job is on the device and nothing else to do: watch the
-            // device and the doorbell closely, then turn again; no idle
-            // bookkeeping.
-            // The intake marks a slot held for each request it posts.
+            // device and the intake (it marks a slot held for each request
+            // it posts) closely, then turn again; no idle bookkeeping.
             let held = LEDGER.mask();
             while rt.npu.state() == NpuState::Busy && LEDGER.mask() == held {
                 pause_for_device();
