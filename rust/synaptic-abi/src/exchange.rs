@@ -174,16 +174,24 @@ impl SlotGeometry {
 
     /// Which slot starts at `offset` from the start of the pool.
     pub const fn slot_at(&self, offset: usize) -> Option<usize> {
-        let mut index = 0;
-        while index < self.count as usize {
-            if let Some(start) = self.slot_offset(index) {
-                if start == offset {
-                    return Some(index);
-                }
-            }
-            index += 1;
+        // Arithmetic, not a search: the serving path asks once per request.
+        if self.count == 0 {
+            return None;
         }
-        None
+        if offset == 0 {
+            return Some(0);
+        }
+        let step = self.small_slot_size();
+        if offset < EXCHANGE_SLOT_SIZE || step == 0 {
+            return None;
+        }
+        let from_small = offset - EXCHANGE_SLOT_SIZE;
+        let index = 1 + from_small / step;
+        if from_small % step != 0 || index >= self.count as usize {
+            None
+        } else {
+            Some(index)
+        }
     }
 }
 
@@ -380,8 +388,13 @@ mod tests {
             assert_eq!(g.output_offset(k), Some(64 + 4_096));
         }
         assert_eq!(g.pool_bytes(), EXCHANGE_SLOT_SIZE + 3 * 5_184);
+        assert_eq!(g.slot_at(0), Some(0));
         assert_eq!(g.slot_at(1), None);
+        assert_eq!(g.slot_at(EXCHANGE_SLOT_SIZE + 8), None);
+        assert_eq!(g.slot_at(g.pool_bytes()), None, "past the last slot");
         assert_eq!(g.slot_offset(4), None);
+        let one = SlotGeometry { count: 1, ..g };
+        assert_eq!(one.slot_at(EXCHANGE_SLOT_SIZE), None);
         let odd = SlotGeometry {
             small_input: 100,
             ..g
@@ -390,6 +403,7 @@ mod tests {
         let none = SlotGeometry { count: 0, ..g };
         assert_eq!(none.check(), Err(GeometryError::Count(0)));
         assert_eq!(none.pool_bytes(), 0);
+        assert_eq!(none.slot_at(0), None);
         let many = SlotGeometry { count: 9, ..g };
         assert_eq!(many.check(), Err(GeometryError::Count(9)));
         let one = SlotGeometry { count: 1, ..g };

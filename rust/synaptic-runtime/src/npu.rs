@@ -30,9 +30,11 @@
 //!   source by [`NpuDevice::invoke`] (a fake clock simply advances) and
 //!   measured against the [`Clock`] by the asynchronous path.
 //! * **Null mode** ([`StubNpu::set_null`]), for measuring what surrounds the
-//!   device: `set_input` checks the length but copies nothing, and every
-//!   invoke outputs zeros after the same latency. The output is then a
-//!   constant, still deterministic; no work is done on the data.
+//!   device: `set_input` checks the length but copies nothing, every
+//!   invoke takes the same latency, and `get_output` checks the buffer and
+//!   reports the output length but writes nothing (the buffer keeps what
+//!   it held). No work is done on the data in either direction, so a
+//!   benchmark through it measures the transport's share alone.
 //! * **Faults** on demand: every `n`th invoke ([`StubNpu::fail_every`]), and,
 //!   when enabled with [`StubNpu::fail_on_marker`], any input whose first
 //!   byte is [`FAIL_MARKER`] (`0x7F`). A failed invoke returns
@@ -400,7 +402,8 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
         }
     }
 
-    /// Null mode: ignore the input (no copy, no hash) and output zeros.
+    /// Null mode: no work on the data (no input copy, no hash, no output
+    /// write; see the module docs).
     pub fn set_null(&mut self, null: bool) {
         self.null = null;
     }
@@ -557,8 +560,14 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
         self.check_ready()?;
         self.state = NpuState::Busy;
         self.output_valid = false;
+        // Without latency the run is done at once: no clock read (0 is
+        // "already due" to `poll`).
+        let done_at_us = match self.latency_us {
+            0 => 0,
+            us => self.time.now_us().saturating_add(us),
+        };
         self.pending = Some(Pending {
-            done_at_us: self.time.now_us().saturating_add(self.latency_us),
+            done_at_us,
             callback: done,
             context,
         });
@@ -569,7 +578,7 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
         let Some(p) = self.pending else {
             return false;
         };
-        if self.time.now_us() < p.done_at_us {
+        if p.done_at_us > 0 && self.time.now_us() < p.done_at_us {
             return false;
         }
         self.pending = None;
@@ -601,9 +610,7 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
                 actual: output.len(),
             });
         }
-        if self.null {
-            output[..needed].fill(0);
-        } else {
+        if !self.null {
             output[..needed].copy_from_slice(&self.output[..needed]);
         }
         Ok(needed)
@@ -752,7 +759,7 @@ mod tests {
     }
 
     #[test]
-    fn null_mode_ignores_the_input_and_outputs_zeros() {
+    fn null_mode_does_no_work_on_input_or_output() {
         let clock = FakeClock::new(0);
         let mut npu = ready(&clock);
         npu.set_null(true);
@@ -762,8 +769,9 @@ mod tests {
         assert_eq!(run.latency_us, 40);
         assert_eq!(clock.now_us(), 40);
         let mut out = [0xAA; 4];
-        npu.get_output(&mut out).unwrap();
-        assert_eq!(out, [0; 4]);
+        assert_eq!(npu.get_output(&mut out), Ok(4));
+        assert_eq!(out, [0xAA; 4], "the buffer keeps what it held");
+        assert!(npu.get_output(&mut [0; 3]).is_err(), "still checked");
         // Still checked: a wrong input length is refused.
         assert!(npu.set_input(&[0; 3]).is_err());
     }

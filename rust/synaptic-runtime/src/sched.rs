@@ -247,7 +247,10 @@ pub struct Env<'e, N, C, const M: usize, const P: usize, const S: usize> {
     pub profiler: Option<&'e mut Profiler>,
 }
 
+// Word-aligned variants: a state written by value is a few word stores,
+// not a byte-wise copy from an odd offset.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, u32)]
 enum State {
     Free,
     Queued,

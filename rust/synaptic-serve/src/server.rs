@@ -339,6 +339,9 @@ pub struct Server<'a, const N: usize, const E: usize = DEFAULT_EXPORTS> {
     pool: Range<usize>,
     exports: Vec<Export, E>,
     in_flight: [Option<InFlight>; MAX_EXCHANGE_SLOTS],
+    /// Bit k set: `in_flight[k]` is `Some` (the completion scan visits
+    /// only these).
+    busy: u32,
     stats: ServeStats,
 }
 
@@ -351,6 +354,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             pool: region.payload_pool(),
             exports: Vec::new(),
             in_flight: [None; MAX_EXCHANGE_SLOTS],
+            busy: 0,
             stats: ServeStats::default(),
         }
     }
@@ -448,16 +452,12 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     /// Whether an inference holds a slot.
     pub fn is_busy(&self) -> bool {
-        self.in_flight.iter().any(Option::is_some)
+        self.busy != 0
     }
 
     /// Mask of the slots whose inference is in flight.
     pub fn busy_mask(&self) -> u32 {
-        self.in_flight
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.is_some())
-            .fold(0, |mask, (k, _)| mask | 1 << k)
+        self.busy
     }
 
     /// The jobs of the inferences in flight, by slot.
@@ -578,6 +578,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                             job,
                             accepted_us: rt.clock.now_us(),
                         });
+                        self.busy |= 1 << slot;
                         Disposition::Accepted { job }
                     }
                     Ok(Err(status)) => {
@@ -744,7 +745,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         C: Clock,
     {
         let mut last = None;
-        for slot in 0..MAX_EXCHANGE_SLOTS {
+        for slot in bits(self.busy) {
             if let Some(done) = self.complete_slot(slot, rt, replies, ledger) {
                 last = Some(done);
             }
@@ -785,16 +786,18 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 errno
             }
         };
-        let latency_us = rt.clock.now_us().saturating_sub(flight.accepted_us);
+        let now = rt.clock.now_us();
+        let latency_us = now.saturating_sub(flight.accepted_us);
         self.stats.timed = self.stats.timed.wrapping_add(1);
         self.stats.latency_total_us = self.stats.latency_total_us.saturating_add(latency_us);
         self.stats.latency_max_us = self.stats.latency_max_us.max(latency_us);
         // The job is reclaimed: the slot is CPU1's again once the reply is out.
         self.in_flight[slot] = None;
+        self.busy &= !(1 << slot);
         let len = if status > 0 { status as u16 } else { 0 };
         let reply = ValidMessage {
             status,
-            timestamp_us: rt.clock.now_us() as u32,
+            timestamp_us: now as u32,
             ..self.slot_reply(flight.reply.message, slot, len)
         };
         // The estimate first: a caller that has its reply sees it.
@@ -855,6 +858,8 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         C: Clock,
     {
         let mut work = 0;
+        // One clock reading stamps the turn (see `TurnClock`).
+        rt.clock.new_turn();
         // A step first: a device that just finished gets its next job
         // before anything new is validated.
         let mut outcome = rt.step();
@@ -871,7 +876,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             work += 1;
         }
         work += accepted;
-        for slot in 0..MAX_EXCHANGE_SLOTS {
+        for slot in bits(self.busy) {
             if self.complete_slot(slot, rt, replies, ledger).is_some() {
                 work += 1;
             }
@@ -879,6 +884,8 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         // A job on the device: the caller waits for it, not for a request.
         if work == 0 && outcome != StepOutcome::Waiting {
             if let Ok(msg) = inbox.receive(idle) {
+                // A new turn: time passed while waiting.
+                rt.clock.new_turn();
                 self.handle_valid(&msg, rt, replies, ledger);
                 work += 1;
             }
@@ -921,4 +928,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             self.stats.reply_failures = self.stats.reply_failures.wrapping_add(1);
         }
     }
+}
+
+/// The indices of the set bits of `mask`, lowest first.
+fn bits(mut mask: u32) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        let k = mask.trailing_zeros();
+        (mask != 0).then(|| {
+            mask &= mask - 1;
+            k as usize
+        })
+    })
 }

@@ -42,6 +42,7 @@ use synaptic_runtime::pipeline::PipelinePool;
 use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{ModelDesc, Registry};
 use synaptic_runtime::sched::Scheduler;
+use synaptic_runtime::time::TurnClock;
 use synaptic_serve::boot::{boot_cpu1, BootPlatform, BootReport, Budgets, Down, Link};
 use synaptic_serve::{Intake, Runtime, ServeStats, Server, SharedRegion, SharedSender, SlotLedger};
 use zephyr::printkln;
@@ -337,6 +338,9 @@ fn setup_failed(why: &'static str) {
 #[zephyr::thread(stack_size = SERVING_STACK)]
 fn serving(region: Region, replies: &'static Replies, options: Options) {
     let clock = ZephyrClock;
+    // The serving turn's stamps: one clock read a turn (`Server::poll`
+    // starts each turn).
+    let turn_clock = TurnClock::new(clock);
     let mut registry: Registry<MAX_MODELS> = Registry::new();
     let mut pipelines: PipelinePool<MAX_PIPELINES, MAX_STAGES> = PipelinePool::new();
     let mut npu: ServiceNpu = StubNpu::new(clock, options.npu_seed);
@@ -406,7 +410,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         registry: &mut registry,
         npu: &mut npu,
         pipelines: &mut pipelines,
-        clock: &clock,
+        clock: &turn_clock,
         profiler: Some(&mut profiler),
     };
     let mut last_answered = 0u32;
