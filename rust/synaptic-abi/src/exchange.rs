@@ -195,6 +195,18 @@ impl SlotGeometry {
     }
 }
 
+/// A raw `input_len` word checked against a slot's input `capacity`.
+///
+/// # Errors
+///
+/// [`ExchangeError::InputTooLong`].
+pub fn input_len_within(len: u32, capacity: usize) -> Result<usize, ExchangeError> {
+    match usize::try_from(len) {
+        Ok(n) if n <= capacity => Ok(n),
+        _ => Err(ExchangeError::InputTooLong(len)),
+    }
+}
+
 /// Header of the exchange slot, raw wire form.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -289,11 +301,7 @@ impl ExchangeHeader {
     ///
     /// [`ExchangeError::InputTooLong`].
     pub fn input_len_within(&self, capacity: usize) -> Result<usize, ExchangeError> {
-        let len = self.input_len;
-        match usize::try_from(len) {
-            Ok(n) if n <= capacity => Ok(n),
-            _ => Err(ExchangeError::InputTooLong(len)),
-        }
+        input_len_within(self.input_len, capacity)
     }
 
     /// `output_len` checked against the frame slot's output capacity.

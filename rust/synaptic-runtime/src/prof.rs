@@ -92,6 +92,13 @@ pub struct Profiler {
 }
 
 fn permille(part: u64, whole: u64) -> u32 {
+    // Per inference the figures fit 32 bits (71 minutes): one hardware
+    // divide instead of the 64-bit division routine.
+    if let (Ok(part), Ok(whole)) = (u32::try_from(part), u32::try_from(whole)) {
+        if let Some(scaled) = part.checked_mul(1000) {
+            return scaled.checked_div(whole).map_or(0, |p| p.min(1000));
+        }
+    }
     part.saturating_mul(1000)
         .checked_div(whole)
         .map_or(0, |p| p.min(1000) as u32)
@@ -207,6 +214,18 @@ mod tests {
         assert_eq!(p.last(), None);
         assert_eq!(p.summary().count, 0);
         assert!(!p.is_enabled());
+    }
+
+    #[test]
+    fn permille_agrees_on_both_paths() {
+        // 32-bit path, the overflow to the 64-bit one, and the edges.
+        assert_eq!(permille(5, 10), 500);
+        assert_eq!(permille(4_294_967, 4_294_967), 1000);
+        assert_eq!(permille(4_294_968, 8_589_936), 500, "part * 1000 overflows u32");
+        assert_eq!(permille(1 << 40, 1 << 41), 500);
+        assert_eq!(permille(7, 0), 0);
+        assert_eq!(permille(9, 3), 1000, "capped");
+        assert_eq!(permille(u64::MAX, 1), 1000);
     }
 
     #[test]

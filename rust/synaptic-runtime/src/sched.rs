@@ -641,19 +641,23 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     ) -> Option<StepOutcome> {
         let i = self.pick()?;
         let id = self.id_of(i);
-        let request = self.slots[i].request?;
+        // The fields this step needs, not a copy of the whole request.
+        let (pipeline_id, deadline_us, input) = self.slots[i]
+            .request
+            .as_ref()
+            .map(|r| (r.pipeline, r.deadline_us, r.input))?;
         let (next, current, meta) = match self.slots[i].state {
             State::Running {
                 next,
                 current,
                 meta,
             } => (next, current, meta),
-            _ => (0, None, request.input.meta()),
+            _ => (0, None, input.meta()),
         };
         if device_busy {
             let model_next = env
                 .pipelines
-                .runnable(request.pipeline)
+                .runnable(pipeline_id)
                 .is_ok_and(|p| matches!(p.steps().get(usize::from(next)), Some(Step::Model(_))));
             if model_next {
                 return None;
@@ -665,11 +669,11 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             step: next,
             finished,
         };
-        if request.deadline_us.is_some_and(|d| env.clock.now_us() > d) {
+        if deadline_us.is_some_and(|d| env.clock.now_us() > d) {
             self.finish(i, Err(JobError::DeadlineMissed), env);
             return Some(done(true));
         }
-        let pipeline = match env.pipelines.runnable(request.pipeline) {
+        let pipeline = match env.pipelines.runnable(pipeline_id) {
             Ok(p) => p,
             Err(e) => {
                 self.finish(i, Err(JobError::Pipeline(e)), env);
@@ -689,7 +693,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         let region = &mut self.work[base..base + 2 * len];
         let (first, second) = region.split_at_mut(len);
         let (input_bytes, work_out): (&[u8], &mut [u8]) = match current {
-            None => (request.input.data(), first),
+            None => (input.data(), first),
             Some(0) => (&first[..meta.byte_len()], second),
             Some(_) => (&second[..meta.byte_len()], first),
         };

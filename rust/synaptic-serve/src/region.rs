@@ -562,6 +562,17 @@ impl<'r> Exchange<'r> {
         self.offset + EXCHANGE_HEADER_SIZE + self.input_capacity
     }
 
+    /// The two words an `INFER_REQ` needs, read once each: the model
+    /// handle and `input_len` (the serving path reads no more of the
+    /// header than it uses).
+    pub fn read_request(&self) -> (u32, u32) {
+        // Ordering: as in `read_header`.
+        (
+            self.header[header_word::MODEL].load(Ordering::Relaxed),
+            self.header[header_word::INPUT_LEN].load(Ordering::Relaxed),
+        )
+    }
+
     /// The header, each word read exactly once into a local copy: check
     /// and use the copy, never the shared words again.
     pub fn read_header(&self) -> ExchangeHeader {

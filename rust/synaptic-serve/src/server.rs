@@ -660,14 +660,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 offset: msg.payload_offset,
             });
         }
-        // The one read of the header; only `header` is used from here on.
-        let header = exchange.read_header();
-        let input_len = header.input_len_within(exchange.input_capacity())?;
+        // The one read of the words used; only these copies from here on.
+        let (model, raw_input_len) = exchange.read_request();
+        let input_len =
+            synaptic_abi::exchange::input_len_within(raw_input_len, exchange.input_capacity())?;
         let expected = protocol::infer_payload_len(input_len, exchange.input_capacity()).ok_or(
-            ServeError::Exchange(ExchangeError::InputTooLong(header.input_len)),
+            ServeError::Exchange(ExchangeError::InputTooLong(raw_input_len)),
         )?;
         self.check_payload(msg, expected)?;
-        let model = ModelHandle::from_raw(header.model);
+        let model = ModelHandle::from_raw(model);
         let info = rt.registry.info(model)?;
         let export = self.export_index(model).ok_or(ServeError::NotExported)?;
         let pipeline = self.exports[export].pipeline;
@@ -888,6 +889,10 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 rt.clock.new_turn();
                 self.handle_valid(&msg, rt, replies, ledger);
                 work += 1;
+                // Start what it submitted now, not a turn later.
+                if let StepOutcome::Ran { .. } = rt.step() {
+                    work += 1;
+                }
             }
         }
         work
