@@ -221,7 +221,11 @@ mod tests {
         // 32-bit path, the overflow to the 64-bit one, and the edges.
         assert_eq!(permille(5, 10), 500);
         assert_eq!(permille(4_294_967, 4_294_967), 1000);
-        assert_eq!(permille(4_294_968, 8_589_936), 500, "part * 1000 overflows u32");
+        assert_eq!(
+            permille(4_294_968, 8_589_936),
+            500,
+            "part * 1000 overflows u32"
+        );
         assert_eq!(permille(1 << 40, 1 << 41), 500);
         assert_eq!(permille(7, 0), 0);
         assert_eq!(permille(9, 3), 1000, "capped");
