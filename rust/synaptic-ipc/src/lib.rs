@@ -36,6 +36,8 @@
 pub mod host;
 pub mod platform;
 
+use core::sync::atomic::{AtomicU32, Ordering};
+
 use heapless::mpmc::MpMcQueue;
 use synaptic_abi::{Errno, Message, MessageType, ValidMessage, MSG_TYPE_COUNT};
 use synaptic_ring::{Consumer, Producer, RingError};
@@ -212,6 +214,9 @@ impl<'a, const N: usize, D: Doorbell> Sender<'a, N, D> {
 pub struct Inbox<S: Semaphore, const Q: usize> {
     queue: MpMcQueue<ValidMessage, Q>,
     ready: S,
+    /// Messages posted and not yet taken: a look that finds none needs no
+    /// semaphore call (a serving loop looks every turn).
+    queued: AtomicU32,
 }
 
 impl<S: Semaphore, const Q: usize> Inbox<S, Q> {
@@ -220,6 +225,7 @@ impl<S: Semaphore, const Q: usize> Inbox<S, Q> {
         Inbox {
             queue: MpMcQueue::new(),
             ready,
+            queued: AtomicU32::new(0),
         }
     }
 
@@ -227,18 +233,34 @@ impl<S: Semaphore, const Q: usize> Inbox<S, Q> {
     ///
     /// # Errors
     ///
-    /// [`IpcError::TimedOut`] when nothing arrived in time.
+    /// [`IpcError::TimedOut`] when nothing arrived in time, or a
+    /// [`wake`](Self::wake) ended the wait first.
     pub fn receive(&self, timeout: Timeout) -> Result<ValidMessage, IpcError> {
-        loop {
-            if !self.ready.take(timeout) {
-                return Err(IpcError::TimedOut);
-            }
-            // A count is given only after its message is enqueued, so this
-            // finds one; the loop only guards against a foreign `give`.
-            if let Some(msg) = self.queue.dequeue() {
-                return Ok(msg);
-            }
+        // Ordering: Acquire pairs with `post`'s Release; a message whose
+        // count is not visible yet is found by the next look (its `give`
+        // follows the count).
+        if timeout == Timeout::NoWait && self.queued.load(Ordering::Acquire) == 0 {
+            return Err(IpcError::TimedOut);
         }
+        if !self.ready.take(timeout) {
+            return Err(IpcError::TimedOut);
+        }
+        // A message's count is given after it is enqueued; a count without
+        // one is a `wake`.
+        match self.queue.dequeue() {
+            Some(msg) => {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+                Ok(msg)
+            }
+            None => Err(IpcError::TimedOut),
+        }
+    }
+
+    /// End a receiver's wait without a message (it sees a timeout), so
+    /// that a receiver waiting without a timeout of its own can still do
+    /// periodic work (callable from an ISR when the semaphore's `give` is).
+    pub fn wake(&self) {
+        self.ready.give();
     }
 
     /// Queue `msg` for a receiver and give the semaphore once (callable
@@ -249,6 +271,7 @@ impl<S: Semaphore, const Q: usize> Inbox<S, Q> {
     /// The message back when the queue is full.
     pub fn post(&self, msg: ValidMessage) -> Result<(), ValidMessage> {
         self.queue.enqueue(msg)?;
+        self.queued.fetch_add(1, Ordering::Release);
         self.ready.give();
         Ok(())
     }

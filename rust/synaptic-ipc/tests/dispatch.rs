@@ -247,3 +247,31 @@ fn dispatcher_and_sender_can_move_to_their_threads() {
     fn sync<T: Sync>() {}
     sync::<Inbox<HostSemaphore, 8>>();
 }
+
+#[test]
+fn inbox_looks_without_waiting_in_order_and_wakes() {
+    let inbox: Inbox<HostSemaphore, 4> = Inbox::new(HostSemaphore::new());
+    assert_eq!(inbox.receive(Timeout::NoWait), Err(IpcError::TimedOut));
+    inbox.post(request(MessageType::InferReq)).unwrap();
+    inbox.post(request(MessageType::StatusReq)).unwrap();
+    assert_eq!(
+        inbox.receive(Timeout::NoWait).map(|m| m.msg_type),
+        Ok(MessageType::InferReq)
+    );
+    assert_eq!(
+        inbox.receive(Timeout::NoWait).map(|m| m.msg_type),
+        Ok(MessageType::StatusReq)
+    );
+    assert_eq!(inbox.receive(Timeout::NoWait), Err(IpcError::TimedOut));
+    // A wake ends one wait with a timeout; a look without waiting does
+    // not consume it.
+    inbox.wake();
+    assert_eq!(inbox.receive(Timeout::NoWait), Err(IpcError::TimedOut));
+    assert_eq!(inbox.receive(Timeout::Forever), Err(IpcError::TimedOut));
+    inbox.post(request(MessageType::ModelLoad)).unwrap();
+    assert_eq!(
+        inbox.receive(Timeout::Millis(10)).map(|m| m.msg_type),
+        Ok(MessageType::ModelLoad)
+    );
+    assert_eq!(inbox.receive(Timeout::NoWait), Err(IpcError::TimedOut));
+}

@@ -582,32 +582,42 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 _ => {}
             }
         }
-        let started = self
-            .slots
-            .iter()
-            .filter(|s| matches!(s.state, State::Running { .. } | State::OnDevice { .. }))
-            .count();
-        let may_start = started < self.max_concurrent;
-        let mut best: Option<(Priority, u64, usize)> = None;
+        // One pass: how many jobs are started, the most urgent running job
+        // and the most urgent queued one (a queued job may start only
+        // below the concurrency limit).
+        type Best = Option<(Priority, u64, usize)>;
+        let urgent = |best: Best, p: Priority, seq: u64| {
+            best.is_none_or(|(bp, bseq, _)| p > bp || (p == bp && seq < bseq))
+        };
+        let mut started = 0;
+        let mut running: Best = None;
+        let mut queued: Best = None;
         for (i, s) in self.slots.iter().enumerate() {
-            let eligible = match s.state {
-                State::Running { .. } => true,
-                State::Queued => may_start,
-                _ => false,
+            let best = match s.state {
+                State::Running { .. } => {
+                    started += 1;
+                    &mut running
+                }
+                State::OnDevice { .. } => {
+                    started += 1;
+                    continue;
+                }
+                State::Queued => &mut queued,
+                State::Free | State::Finished(_) => continue,
             };
             let Some(r) = s.request.as_ref() else {
                 continue;
             };
-            if !eligible {
-                continue;
-            }
-            let better =
-                best.is_none_or(|(p, seq, _)| r.priority > p || (r.priority == p && s.seq < seq));
-            if better {
-                best = Some((r.priority, s.seq, i));
+            if urgent(*best, r.priority, s.seq) {
+                *best = Some((r.priority, s.seq, i));
             }
         }
-        best.map(|(_, _, i)| i)
+        let queued = queued.filter(|_| started < self.max_concurrent);
+        match (running, queued) {
+            (Some(r), Some((p, seq, i))) if urgent(Some(r), p, seq) => Some(i),
+            (Some((_, _, i)), _) | (None, Some((_, _, i))) => Some(i),
+            (None, None) => None,
+        }
     }
 
     /// Runs one step of the most urgent job.
@@ -642,17 +652,16 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         let i = self.pick()?;
         let id = self.id_of(i);
         // The fields this step needs, not a copy of the whole request.
-        let (pipeline_id, deadline_us, input) = self.slots[i]
-            .request
-            .as_ref()
-            .map(|r| (r.pipeline, r.deadline_us, r.input))?;
+        let request = self.slots[i].request.as_ref()?;
+        let (pipeline_id, deadline_us, input_data) =
+            (request.pipeline, request.deadline_us, request.input.data());
         let (next, current, meta) = match self.slots[i].state {
             State::Running {
                 next,
                 current,
                 meta,
             } => (next, current, meta),
-            _ => (0, None, input.meta()),
+            _ => (0, None, request.input.meta()),
         };
         if device_busy {
             let model_next = env
@@ -693,7 +702,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         let region = &mut self.work[base..base + 2 * len];
         let (first, second) = region.split_at_mut(len);
         let (input_bytes, work_out): (&[u8], &mut [u8]) = match current {
-            None => (input.data(), first),
+            None => (input_data, first),
             Some(0) => (&first[..meta.byte_len()], second),
             Some(_) => (&second[..meta.byte_len()], first),
         };

@@ -18,8 +18,6 @@
 //! floating point (this core has no FPU, and CI checks the image links no
 //! soft-float helper).
 
-use core::cell::UnsafeCell;
-use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use static_cell::StaticCell;
@@ -35,6 +33,7 @@ use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
 use crate::service::{region_from_devicetree, StartError, N};
 use crate::sync::KernelSemaphore;
+use crate::timer::PeriodicTimer;
 
 /// The client's sending lock.
 pub type SenderLock = SemLock<Sender<'static, N, PeerDoorbell>, KernelSemaphore>;
@@ -56,15 +55,8 @@ static WAKE: KernelSemaphore = KernelSemaphore::new(0, 1);
 /// Set by the sweep timer, cleared by the dispatch thread that sweeps.
 static SWEEP_DUE: AtomicBool = AtomicBool::new(false);
 
-/// The periodic sweep timer's `k_timer`, initialised once by [`attach`].
-struct SweepTimer(UnsafeCell<MaybeUninit<raw::k_timer>>);
-
-// SAFETY: the timer is initialised and started once, by the one `attach`
-// that passes the doorbell's one-time init, and touched only by the kernel
-// after that.
-unsafe impl Sync for SweepTimer {}
-
-static SWEEP_TIMER: SweepTimer = SweepTimer(UnsafeCell::new(MaybeUninit::uninit()));
+/// The periodic sweep timer, started once by [`attach`].
+static SWEEP_TIMER: PeriodicTimer = PeriodicTimer::new();
 
 /// The sweep timer's expiry (ISR): ask the dispatch thread to sweep.
 extern "C" fn on_sweep(_timer: *mut raw::k_timer) {
@@ -75,17 +67,9 @@ extern "C" fn on_sweep(_timer: *mut raw::k_timer) {
 
 /// Start the sweep timer (once per boot, from `attach`).
 fn start_sweep() {
-    let period: zephyr::time::Timeout =
-        zephyr::time::Duration::millis_at_least(u64::from(SWEEP_MS)).into();
-    let timer = SWEEP_TIMER.0.get().cast::<raw::k_timer>();
-    // SAFETY: `attach` calls this once, after the doorbell's one-time init
-    // succeeded, so nothing else has touched the static timer; it lives
-    // for the program, as a running k_timer must, and `on_sweep` only
-    // gives a semaphore and stores an atomic, which an ISR may.
-    unsafe {
-        raw::k_timer_init(timer, Some(on_sweep), None);
-        raw::k_timer_start(timer, period.0, period.0);
-    }
+    // `on_sweep` only gives a semaphore and stores an atomic, which an ISR
+    // may.
+    SWEEP_TIMER.start(SWEEP_MS, on_sweep);
 }
 static CLIENT: StaticCell<ZephyrClient> = StaticCell::new();
 

@@ -28,6 +28,7 @@ pub mod shell;
 #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
 pub mod status;
 pub mod sync;
+pub mod timer;
 pub mod ztest;
 
 pub use synaptic_abi as abi;

@@ -17,9 +17,10 @@
 //!   every stage boundary. With `CONFIG_SYNAPTIC_NPU_OVERLAP` the model
 //!   runs on the device asynchronously: the thread validates and queues
 //!   the next requests and answers finished ones meanwhile, and hands the
-//!   device the next model step as it collects the last one. An idle turn
-//!   (50 ms) also drains the ring, so a lost doorbell costs latency, never
-//!   a message. It publishes counters
+//!   device the next model step as it collects the last one. A 50 ms
+//!   timer drains the ring as the doorbell ISR does, so a lost doorbell
+//!   costs latency, never a message, and wakes an idle thread for its
+//!   bookkeeping (the thread waits without a timeout). It publishes counters
 //!   and a snapshot for the shell ([`crate::status`]).
 //!
 //! Both push replies through one sender behind an [`IsrLock`].
@@ -51,6 +52,7 @@ use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
 use crate::status::{ModelLine, Snapshot, SNAPSHOT, STATUS};
 use crate::sync::{IsrLock, KernelMutex, KernelSemaphore};
+use crate::timer::PeriodicTimer;
 
 /// Slots per ring (Kconfig; devicetree must agree).
 pub const N: usize = zephyr::kconfig::CONFIG_SYNAPTIC_RING_ENTRIES as usize;
@@ -98,9 +100,24 @@ const WORK_SIZE: usize = 2 * MAX_JOBS * EXCHANGE_OUTPUT_SIZE;
 
 /// Slot requests waiting for the serving thread: at most one per slot.
 const INBOX_DEPTH: usize = MAX_EXCHANGE_SLOTS;
-/// How long an idle serving thread waits for a request per turn (then it
-/// drains the ring itself, in case a doorbell was lost).
+/// Period of the idle timer: it drains the ring (in case a doorbell was
+/// lost) and wakes an idle serving thread for its bookkeeping, so the
+/// thread itself waits without a timeout (arming and cancelling one per
+/// request cost more than the timer's interrupt every period).
 const IDLE_MS: u32 = 50;
+static IDLE_TIMER: PeriodicTimer = PeriodicTimer::new();
+/// Set by the idle timer when it wakes the serving thread, cleared by the
+/// thread's idle turn (one wake outstanding at most).
+static IDLE_DUE: AtomicBool = AtomicBool::new(false);
+
+/// The idle timer's expiry (ISR): what the doorbell ISR does, then a wake
+/// for the serving thread's idle turn unless one is outstanding.
+extern "C" fn on_idle_timer(_timer: *mut zephyr::raw::k_timer) {
+    drain_front();
+    if !IDLE_DUE.swap(true, Ordering::Relaxed) {
+        INBOX.wake();
+    }
+}
 
 /// Stack of the serving thread: the runtime lives on it (the stub NPU's
 /// device buffers, 31 KB, are most of it).
@@ -404,6 +421,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         snapshot.caps = Some(npu.capabilities());
     }
     SERVING_UP.give();
+    IDLE_TIMER.start(IDLE_MS, on_idle_timer);
 
     let mut rt = Runtime {
         scheduler: &mut scheduler,
@@ -420,7 +438,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             latency_us = wanted;
             rt.npu.set_latency_us(u64::from(wanted));
         }
-        let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, Timeout::Millis(IDLE_MS));
+        let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, Timeout::Forever);
         if work == 0 && rt.npu.state() == NpuState::Busy {
             // A job is on the device and nothing else to do: watch the
             // device and the intake (it marks a slot held for each request
@@ -433,8 +451,9 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             continue;
         }
         if work == 0 {
-            // Idle for a whole turn: look at the ring in case a doorbell
+            // Woken by the idle timer: look at the ring in case a doorbell
             // was lost (what it posts is served next turn).
+            IDLE_DUE.store(false, Ordering::Relaxed);
             work = drain_front();
         }
         // For the shell: slots and NPU time after every turn that answered
