@@ -690,7 +690,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             }
         };
         let steps = pipeline.steps();
-        let Some(step) = steps.get(usize::from(next)).copied() else {
+        // By reference: a stage step is some 50 bytes.
+        let Some(step) = steps.get(usize::from(next)) else {
             self.finish(i, Err(JobError::Pipeline(PipelineError::NoModel)), env);
             return Some(done(true));
         };
@@ -715,7 +716,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             needed: meta.byte_len(),
             available: len,
         });
-        if let (true, Step::Model(handle)) = (self.overlap, step) {
+        if let (true, &Step::Model(handle)) = (self.overlap, step) {
             let begun = input.and_then(|input| start_model(handle, &input, output.len(), env));
             return match begun {
                 Ok(out_meta) => {
@@ -736,7 +737,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 }
             };
         }
-        let result = input.and_then(|input| run_step(&step, next, &input, output, env));
+        let result = input.and_then(|input| run_step(step, next, &input, output, env));
         let elapsed = env.clock.now_us().saturating_sub(started);
         let profile = &mut self.slots[i].profile;
         match step {

@@ -832,10 +832,12 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     /// One turn of CPU0's serving thread: take every request waiting in
     /// `inbox`, run one scheduler step, answer finished inferences; when
-    /// there was nothing to do, wait up to `idle` for a request (not while
-    /// a job is on the device: the caller then pauses until the device may
-    /// be done and calls again). Returns the number of things done (0:
-    /// idle, or waiting for the device).
+    /// there was nothing to do, or nothing is left for another turn (no
+    /// job queued, running or on the device), wait up to `idle` for a
+    /// request, and start what it brings (not while a job is on the
+    /// device: the caller then pauses until the device may be done and
+    /// calls again). Returns the number of things done (0: idle, or
+    /// waiting for the device).
     pub fn poll<
         Sem,
         Npu,
@@ -883,7 +885,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             }
         }
         // A job on the device: the caller waits for it, not for a request.
-        if work == 0 && outcome != StepOutcome::Waiting {
+        // After work, wait at once when nothing is left for another turn
+        // (no job queued, running or on the device): an idle turn first
+        // would cost a scheduler step per request.
+        let nothing_left = if work == 0 {
+            outcome != StepOutcome::Waiting
+        } else {
+            self.busy == 0 && rt.scheduler.pending() == 0
+        };
+        if nothing_left {
             if let Ok(msg) = inbox.receive(idle) {
                 // A new turn: time passed while waiting.
                 rt.clock.new_turn();
