@@ -50,9 +50,7 @@ use synaptic_runtime::npu::NpuDevice;
 use synaptic_runtime::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
 use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{ModelHandle, Registry, RegistryError};
-use synaptic_runtime::sched::{
-    Env, JobId, JobRequest, JobStatus, SchedError, Scheduler, StepOutcome,
-};
+use synaptic_runtime::sched::{Env, JobId, JobRequest, SchedError, Scheduler, StepOutcome};
 use synaptic_runtime::time::Clock;
 
 use crate::intake::{reply_to, reply_type, wants_poll, Reply, ReplyPort, SlotLedger};
@@ -653,9 +651,9 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         C: Clock,
     {
         let exchange = self.slot_exchange(msg, slot)?;
-        // The payload must at least cover the header before it is read.
-        let range = msg.payload_range(self.pool.clone())?;
-        if range.len() < EXCHANGE_HEADER_SIZE {
+        // The payload must at least cover the header before it is read
+        // (inside the pool: checked with its exact length below).
+        if usize::from(msg.payload_len) < EXCHANGE_HEADER_SIZE {
             return Err(ServeError::NotExchangeSlot {
                 offset: msg.payload_offset,
             });
@@ -745,13 +743,26 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     where
         C: Clock,
     {
-        let mut last = None;
+        self.answer(rt, replies, ledger).1
+    }
+
+    /// [`complete`](Self::complete), also counting the answers.
+    fn answer<C, const M: usize, const P: usize, const S: usize, const J: usize, Npu>(
+        &mut self,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
+    ) -> (usize, Option<Completion>)
+    where
+        C: Clock,
+    {
+        let mut answered = (0, None);
         for slot in bits(self.busy) {
             if let Some(done) = self.complete_slot(slot, rt, replies, ledger) {
-                last = Some(done);
+                answered = (answered.0 + 1, Some(done));
             }
         }
-        last
+        answered
     }
 
     fn complete_slot<C, const M: usize, const P: usize, const S: usize, const J: usize, Npu>(
@@ -766,13 +777,12 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     {
         let flight = self.in_flight[slot]?;
         let exchange = self.region.exchange(slot)?;
-        let result = match rt.scheduler.status(flight.job) {
-            // The output is in the slot already; reclaiming the job ends the
-            // scheduler's hold on it.
-            Ok(JobStatus::Done(_) | JobStatus::Failed(_)) => rt.scheduler.take_result(flight.job),
-            Ok(JobStatus::Queued | JobStatus::Running { .. }) => return None,
-            // Reclaimed behind our back (cancelled): the slot is free again.
-            Err(e) => Err(e),
+        // The output is in the slot already; reclaiming the job ends the
+        // scheduler's hold on it. An id error: reclaimed behind our back
+        // (cancelled), so the slot is free again.
+        let result = match rt.scheduler.take_result(flight.job) {
+            Err(SchedError::NotFinished) => return None,
+            result => result,
         };
         let status = match result {
             Ok((_, len)) => {
@@ -879,11 +889,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             work += 1;
         }
         work += accepted;
-        for slot in bits(self.busy) {
-            if self.complete_slot(slot, rt, replies, ledger).is_some() {
-                work += 1;
-            }
-        }
+        work += self.answer(rt, replies, ledger).0;
         // A job on the device: the caller waits for it, not for a request.
         // After work, wait at once when nothing is left for another turn
         // (no job queued, running or on the device): an idle turn first
