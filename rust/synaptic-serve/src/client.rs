@@ -707,6 +707,13 @@ where
         }
     }
 
+    /// The time now and the deadline `timeout` after it: one clock read
+    /// for a request's timestamp and its wait.
+    fn now_and_deadline(&self, timeout: Timeout) -> (u64, Deadline) {
+        let now = self.clock.now_us();
+        (now, deadline_after(now, timeout))
+    }
+
     /// Whether `deadline` has passed.
     fn expired(&self, deadline: Deadline) -> bool {
         match deadline {
@@ -1033,7 +1040,7 @@ where
             .filter(|_| input_len > 0)
             .ok_or(ClientError::InvalidArgument)?;
         let client = self.client;
-        let deadline = client.deadline(timeout);
+        let (now, deadline) = client.now_and_deadline(timeout);
         let polled = client.polls(model, wait);
         self.exchange.set_request(model.raw(), input_len as u32);
         let status = self.request(
@@ -1041,6 +1048,7 @@ where
             priority,
             payload_len,
             polled,
+            now,
             deadline,
         )?;
         let len = client.status_to_len(status)?;
@@ -1080,11 +1088,13 @@ where
         field[..bytes.len()].copy_from_slice(bytes);
         self.exchange.set_model_name(&field);
         let polled = wait == Wait::Poll;
+        let now = self.client.clock.now_us();
         let status = self.request(
             MessageType::ModelLoad,
             Priority::Normal,
             protocol::LOOKUP_PAYLOAD_LEN,
             polled,
+            now,
             deadline,
         )?;
         match self.client.status_to_len(status)? {
@@ -1093,13 +1103,15 @@ where
         }
     }
 
-    /// Hand the slot to CPU0 with a request and wait for the reply's status.
+    /// Hand the slot to CPU0 with a request stamped `now_us` and wait for
+    /// the reply's status.
     fn request(
         &mut self,
         msg_type: MessageType,
         priority: Priority,
         payload_len: u16,
         polled: bool,
+        now_us: u64,
         deadline: Deadline,
     ) -> Result<i32, ClientError> {
         let client = self.client;
@@ -1107,7 +1119,7 @@ where
         let msg = ValidMessage {
             payload_offset: self.exchange.offset() as u32,
             payload_len,
-            timestamp_us: client.clock.now_us() as u32,
+            timestamp_us: now_us as u32,
             status: if polled { REQUEST_FLAG_POLLED } else { 0 },
             ..ValidMessage::new(msg_type, priority)
         };
