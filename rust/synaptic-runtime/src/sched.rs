@@ -711,6 +711,9 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             Some(o) if into == EXTERNAL => o,
             _ => work_out,
         };
+        // Step times are measured, not stamped: read the clock afresh (a
+        // clock that keeps one reading per turn would say 0 µs).
+        env.clock.new_turn();
         let started = env.clock.now_us();
         let input = TensorRef::wrap(meta, input_bytes).map_err(|_| JobError::BufferTooSmall {
             needed: meta.byte_len(),
@@ -738,6 +741,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             };
         }
         let result = input.and_then(|input| run_step(step, next, &input, output, env));
+        env.clock.new_turn();
         let elapsed = env.clock.now_us().saturating_sub(started);
         let profile = &mut self.slots[i].profile;
         match step {
@@ -1346,6 +1350,34 @@ mod tests {
         assert_eq!((last.npu_us, last.total_us), (NPU_US, NPU_US));
         // The model step holds its 8-byte input and 4-byte output buffers.
         assert_eq!(last.memory_peak, 12);
+    }
+
+    #[test]
+    fn step_times_are_measured_under_a_turn_clock() {
+        // A clock that keeps one reading per turn still times every step.
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[slow_identity], &[slow_identity]);
+        let turn = crate::time::TurnClock::new(rig.clock);
+        let data = [1u8; 8];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        let mut out = [0u8; 16];
+        let mut env = Env {
+            registry: &mut rig.registry,
+            npu: &mut rig.npu,
+            pipelines: &rig.pool,
+            clock: &turn,
+            profiler: Some(&mut rig.profiler),
+        };
+        sched
+            .run_sync(JobRequest::new(p, input(&data)), &mut out, &mut env)
+            .unwrap();
+        let last = rig.profiler.last().unwrap();
+        assert_eq!(
+            (last.preprocess_us, last.npu_us, last.postprocess_us),
+            (STAGE_US, NPU_US, STAGE_US)
+        );
+        assert_eq!(last.total_us, 2 * STAGE_US + NPU_US);
     }
 
     #[test]
