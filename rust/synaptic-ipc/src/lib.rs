@@ -204,6 +204,12 @@ impl<'a, const N: usize, D: Doorbell> Sender<'a, N, D> {
     pub fn producer(&self) -> &Producer<'a, N> {
         &self.producer
     }
+
+    /// Make the ring's shared head ours again if a peer wrote it
+    /// ([`Producer::repair`]); returns whether it had to.
+    pub fn repair(&mut self) -> bool {
+        self.producer.repair()
+    }
 }
 
 /// The bounded queue of unhandled messages, shared between the dispatch

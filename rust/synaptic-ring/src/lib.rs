@@ -15,8 +15,15 @@
 //!   Because `N` divides 2^32, crossing `u32::MAX` needs no special case.
 //! * The producer alone writes `head`, the consumer alone writes `tail`. Each
 //!   handle keeps its own index in local memory and never re-reads it from the
-//!   shared region, so a peer scribbling on it changes nothing until the next
-//!   [`attach`](Producer::attach).
+//!   shared region to learn it: the local copy is authoritative, so a peer
+//!   scribbling on it changes nothing this handle does.
+//! * **Self-healing**: a handle makes the shared copy of its own index true
+//!   again whenever it may differ ([`Producer::repair`],
+//!   [`Consumer::repair`]; counted in `repair_count`): the consumer on every
+//!   poll that finds the ring empty, the producer on every push that sees an
+//!   impossible tail, and both whenever their owner calls `repair` (CPU0's
+//!   periodic maintenance). A peer that overwrote our index, then rebooted,
+//!   finds it true again instead of a ring that looks full or empty forever.
 //! * Synchronisation is `AtomicU32` loads with `Acquire` and stores with
 //!   `Release`, nothing else: no read-modify-write (`ldrex`/`strex`), which
 //!   the cross-core bus does not offer. `scripts/check-no-rmw.sh` checks the
@@ -32,8 +39,10 @@
 //! `index % N`, so no index value can reach outside the ring. The consumer
 //! resynchronises by discarding everything it cannot trust: it sets
 //! `tail = head` (the head it just read), counts it, and carries on from
-//! there. The producer cannot repair the peer's `tail`; it reports `Corrupt`
-//! on every push that needs the tail until the consumer publishes a sane one.
+//! there. The producer cannot repair the peer's `tail`; it republishes its
+//! own `head` (so a consumer that resynchronised to a scribbled head comes
+//! back to the true one) and reports `Corrupt` on every push that needs the
+//! tail until the consumer publishes a sane one.
 //! A slot is copied out exactly once (one volatile read) before anything
 //! looks at it, so the peer cannot change a message between check and use.
 #![no_std]
@@ -291,6 +300,7 @@ pub struct Producer<'a, const N: usize> {
     /// Last tail read from the peer.
     cached_tail: u32,
     corrupt: u32,
+    repairs: u32,
     not_sync: PhantomData<Cell<()>>,
 }
 
@@ -320,6 +330,7 @@ impl<'a, const N: usize> Producer<'a, N> {
             head,
             cached_tail: tail,
             corrupt: 0,
+            repairs: 0,
             not_sync: PhantomData,
         };
         if head.wrapping_sub(tail) > Ring::<N>::ENTRIES {
@@ -349,6 +360,8 @@ impl<'a, const N: usize> Producer<'a, N> {
             let used = head.wrapping_sub(tail);
             if used > Ring::<N>::ENTRIES {
                 self.corrupt = self.corrupt.wrapping_add(1);
+                // The consumer may have resynchronised to a scribbled head.
+                self.repair();
                 return Err(RingError::Corrupt { head, tail });
             }
             self.cached_tail = tail;
@@ -384,6 +397,7 @@ impl<'a, const N: usize> Producer<'a, N> {
         let used = self.head.wrapping_sub(tail);
         if used > Ring::<N>::ENTRIES {
             self.corrupt = self.corrupt.wrapping_add(1);
+            self.repair();
             return Err(RingError::Corrupt {
                 head: self.head,
                 tail,
@@ -393,9 +407,29 @@ impl<'a, const N: usize> Producer<'a, N> {
         Ok(N - used as usize)
     }
 
+    /// Make the shared `head` this handle's again if it differs (a peer
+    /// wrote it); returns whether it did (counted in
+    /// [`repair_count`](Self::repair_count)).
+    pub fn repair(&mut self) -> bool {
+        // Ordering: our own word; Relaxed shows what the peer may have left.
+        if self.ring.head.load(Ordering::Relaxed) == self.head {
+            return false;
+        }
+        // Ordering: pairs with the consumer's Acquire load of head: every
+        // slot below our head was published before (by earlier Releases).
+        self.ring.head.store(self.head, Ordering::Release);
+        self.repairs = self.repairs.wrapping_add(1);
+        true
+    }
+
     /// Corrupt tails seen (and attach-time repairs) so far.
     pub fn corrupt_count(&self) -> u32 {
         self.corrupt
+    }
+
+    /// Times [`repair`](Self::repair) found the shared head altered.
+    pub fn repair_count(&self) -> u32 {
+        self.repairs
     }
 
     /// This handle's head index.
@@ -417,6 +451,7 @@ pub struct Consumer<'a, const N: usize> {
     /// Last head read from the peer, checked: `cached_head - tail <= N`.
     cached_head: u32,
     corrupt: u32,
+    repairs: u32,
     not_sync: PhantomData<Cell<()>>,
 }
 
@@ -444,6 +479,7 @@ impl<'a, const N: usize> Consumer<'a, N> {
             tail,
             cached_head: tail,
             corrupt: 0,
+            repairs: 0,
             not_sync: PhantomData,
         };
         if head.wrapping_sub(tail) > Ring::<N>::ENTRIES {
@@ -487,6 +523,8 @@ impl<'a, const N: usize> Consumer<'a, N> {
             }
             self.cached_head = head;
             if available == 0 {
+                // An empty poll: the moment to make our tail true again.
+                self.repair();
                 return Ok(None);
             }
         }
@@ -526,9 +564,29 @@ impl<'a, const N: usize> Consumer<'a, N> {
         Ok(available as usize)
     }
 
+    /// Make the shared `tail` this handle's again if it differs (a peer
+    /// wrote it); returns whether it did (counted in
+    /// [`repair_count`](Self::repair_count)).
+    pub fn repair(&mut self) -> bool {
+        // Ordering: our own word; Relaxed shows what the peer may have left.
+        if self.ring.tail.load(Ordering::Relaxed) == self.tail {
+            return false;
+        }
+        // Ordering: pairs with the producer's Acquire load of tail: our
+        // reads of every slot below it are done.
+        self.ring.tail.store(self.tail, Ordering::Release);
+        self.repairs = self.repairs.wrapping_add(1);
+        true
+    }
+
     /// Corrupt heads seen (each one a resynchronisation) so far.
     pub fn corrupt_count(&self) -> u32 {
         self.corrupt
+    }
+
+    /// Times [`repair`](Self::repair) found the shared tail altered.
+    pub fn repair_count(&self) -> u32 {
+        self.repairs
     }
 
     /// This handle's tail index.
@@ -602,6 +660,40 @@ mod tests {
             Errno::from(RingError::Corrupt { head: 0, tail: 0 }),
             Errno::BadMsg
         );
+    }
+
+    #[test]
+    fn each_handle_makes_its_own_shared_index_true_again() {
+        let mut ring = Ring::<4>::new();
+        let (mut tx, mut rx) = ring.split();
+        tx.push(msg(0)).unwrap();
+        assert_eq!(rx.pop().unwrap().unwrap().msg_id, 0);
+        // The peer scribbles the consumer's tail: an empty poll restores it.
+        tx.ring.tail.store(0xDEAD, Ordering::Relaxed);
+        assert_eq!(rx.pop(), Ok(None));
+        assert_eq!(rx.ring.tail.load(Ordering::Relaxed), 1);
+        assert_eq!(rx.repair_count(), 1);
+        assert_eq!(tx.free(), Ok(4));
+        assert!(!rx.repair(), "nothing to repair");
+        // The peer scribbles the producer's head: the consumer resyncs to
+        // it, the producer sees an impossible tail and restores its head,
+        // the consumer then resyncs to the true head and the ring works.
+        rx.ring.head.store(0x7000, Ordering::Relaxed);
+        assert!(rx.pop().is_err());
+        assert_eq!(rx.tail(), 0x7000);
+        assert!(matches!(tx.free(), Err(RingError::Corrupt { .. })));
+        assert_eq!(tx.repair_count(), 1);
+        assert_eq!(tx.ring.head.load(Ordering::Relaxed), 1);
+        assert!(rx.pop().is_err(), "resync back to the true head");
+        assert_eq!(rx.tail(), 1);
+        assert_eq!(tx.free(), Ok(4));
+        tx.push(msg(1)).unwrap();
+        assert_eq!(rx.pop().unwrap().unwrap().msg_id, 1);
+        // An owner's periodic repair restores a scribble at once.
+        tx.ring.head.store(3, Ordering::Relaxed);
+        assert!(tx.repair());
+        assert_eq!(tx.ring.head.load(Ordering::Relaxed), 2);
+        assert_eq!(tx.repair_count(), 2);
     }
 
     #[test]

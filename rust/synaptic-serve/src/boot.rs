@@ -577,6 +577,36 @@ mod tests {
     }
 
     #[test]
+    fn each_core_restores_the_control_words_it_owns() {
+        with_raw_region(true, |region, control| {
+            attach(&region).expect("attach");
+            let published: std::vec::Vec<u32> =
+                control.iter().map(|w| w.load(Ordering::SeqCst)).collect();
+            for (index, word) in control.iter().enumerate() {
+                for value in [0, u32::MAX, published[index] ^ 1] {
+                    if value == published[index] {
+                        continue;
+                    }
+                    word.store(value, Ordering::SeqCst);
+                    let fixed = region.repair_cpu0_words() + region.repair_cpu1_words();
+                    let cpu1_stat = (6..=9).contains(&index);
+                    if cpu1_stat {
+                        // CPU1's round-trip statistics: its own to rewrite
+                        // (at its next ping), not a word anyone checks.
+                        assert_eq!(fixed, 0, "word {index}");
+                        word.store(published[index], Ordering::SeqCst);
+                    } else {
+                        assert_eq!(fixed, 1, "word {index} = {value:#x}");
+                    }
+                    assert_eq!(word.load(Ordering::SeqCst), published[index]);
+                    attach(&region).expect("attach after the repair");
+                }
+            }
+            assert_eq!(region.repair_cpu0_words() + region.repair_cpu1_words(), 0);
+        });
+    }
+
+    #[test]
     fn a_v1_control_block_is_refused_by_cpu1s_attach() {
         with_raw_region(true, |region, control| {
             // CPU0 of ABI v1 published this block: same magic, version 1.

@@ -179,6 +179,9 @@ pub struct ClientStats {
     /// Slots freed by a `STATUS_RESP` mask (their replies were lost, or
     /// belonged to a previous life).
     pub reclaimed: u32,
+    /// Shared words CPU1 owns (`cpu1_ready`, its layout version, its ring
+    /// indices) found altered and rewritten by [`Client::maintain`].
+    pub repairs: u32,
 }
 
 /// The answer to [`Client::ping`].
@@ -294,6 +297,7 @@ struct Counters {
     unexpected: AtomicU32,
     polled: AtomicU32,
     reclaimed: AtomicU32,
+    repairs: AtomicU32,
 }
 
 fn bump(counter: &AtomicU32) {
@@ -697,7 +701,26 @@ where
             unexpected: get(&c.unexpected),
             polled: get(&c.polled),
             reclaimed: get(&c.reclaimed),
+            repairs: get(&c.repairs),
         }
+    }
+
+    /// CPU1's maintenance of the shared words it owns: `cpu1_ready` and its
+    /// layout version, the head of ring CPU1→CPU0 and the tail of ring
+    /// CPU0→CPU1 (the latter only if no caller is draining it now). For
+    /// the platform's periodic sweep, from a thread. Returns the words
+    /// rewritten (counted in [`ClientStats::repairs`]).
+    pub fn maintain(&self) -> u32 {
+        let mut repaired = self.region.repair_cpu1_words();
+        repaired += u32::from(self.sender.lock().repair());
+        if let Some(mut consumer) = self.receiver.try_lock() {
+            repaired += u32::from(consumer.repair());
+        }
+        if repaired > 0 {
+            // Ordering: a statistic; CPU1-local memory.
+            self.counters.repairs.fetch_add(repaired, Ordering::Relaxed);
+        }
+        repaired
     }
 
     fn deadline(&self, timeout: Timeout) -> Deadline {

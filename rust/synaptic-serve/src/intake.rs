@@ -165,6 +165,18 @@ impl<'a, const R: usize, D: Doorbell, L: LocalLock<Sender<'a, R, D>>> SharedSend
     pub fn lock(&self) -> &L {
         &self.lock
     }
+
+    /// Make the reply ring's shared head ours again if a peer wrote it;
+    /// returns whether it had to.
+    pub fn repair(&self) -> bool {
+        self.lock.lock().repair()
+    }
+
+    /// Repairs of the reply ring's head so far (at maintenance and on
+    /// pushes that saw an impossible tail).
+    pub fn repair_count(&self) -> u32 {
+        self.lock.lock().producer().repair_count()
+    }
 }
 
 impl<'a, const R: usize, D: Doorbell, L: LocalLock<Sender<'a, R, D>>> ReplyPort
@@ -225,8 +237,21 @@ impl<'r, const N: usize> Intake<'r, N> {
     pub fn stats(&self) -> ServeStats {
         ServeStats {
             corrupt: self.consumer.corrupt_count(),
+            repairs: self
+                .stats
+                .repairs
+                .wrapping_add(self.consumer.repair_count()),
             ..self.stats
         }
+    }
+
+    /// CPU0's maintenance of the words it owns that the intake can reach:
+    /// the control block and this ring's tail (the reply ring's head is the
+    /// sender's: [`SharedSender::repair`]). Returns the words rewritten.
+    pub fn maintain(&mut self) -> u32 {
+        let control = self.region.repair_cpu0_words();
+        self.stats.repairs = self.stats.repairs.wrapping_add(control);
+        control + u32::from(self.consumer.repair())
     }
 
     /// Pop and handle up to `N` messages; returns how many were popped.

@@ -24,12 +24,36 @@
 //!   header written before a push is visible to the core that pops.
 //! * A header is copied out whole ([`Exchange::read_header`]), each word
 //!   read exactly once, before anything looks at it.
+//!
+//! # Who owns which word, and when it is made true again
+//!
+//! Every shared word ([`SharedRegion::shared_words`]) has one owner, the
+//! only core that writes it. The owner keeps the authoritative value in its
+//! own RAM (or derives it from its build) and rewrites the shared copy
+//! whenever a peer may have changed it, so a buggy peer that scribbles on
+//! it and reboots finds the link whole again:
+//!
+//! | words | owner | rewritten |
+//! |---|---|---|
+//! | control block: magic, versions, geometry, `cpu0_ready`, reserved | CPU0 | CPU0's maintenance ([`SharedRegion::repair_cpu0_words`], `Intake::maintain`), every 50 ms on the firmware |
+//! | control block: `cpu1_ready`, CPU1's layout version | CPU1 | CPU1's maintenance (`Client::maintain`, its sweep), and every attach |
+//! | control block: round-trip statistics | CPU1 | at its next ping (statistics: nobody checks them) |
+//! | ring CPU1→CPU0: `head` / `tail` | CPU1 / CPU0 | by the ring handles: the consumer on every empty poll, the producer on every push that sees an impossible tail, both at maintenance ([`synaptic_ring`]'s self-healing) |
+//! | ring CPU0→CPU1: `head` / `tail` | CPU0 / CPU1 | the same |
+//! | service-time table | CPU0 | CPU0's maintenance (`Server::repair_estimates`) |
+//! | exchange slot header | whoever holds the slot (CPU1 until its request, CPU0 until its reply) | not needed: each request's header is read once and checked, each reply's result words are written before the reply |
+//!
+//! Repairs are counted (`ServeStats::repairs`, `ClientStats::repairs`) and
+//! shown by `syn ipc status`. A word a peer changes between two repairs
+//! costs at most the messages in flight on that ring (a resynchronised
+//! consumer drops what it cannot trust), never the link.
 
 use core::marker::PhantomData;
 use core::ops::Range;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use synaptic_abi::region::{RING_HEAD_OFFSET, RING_TAIL_OFFSET};
 use synaptic_abi::{
     payload_pool_offset, payload_pool_range, region_size, ring_offset, service_times_offset,
     ControlBlock, Direction, Errno, ExchangeHeader, GeometryError, LayoutError, SlotGeometry,
@@ -244,6 +268,37 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast::<u32>()) }
     }
 
+    /// Offsets of every word the two cores access as an atomic word: the
+    /// control block, both rings' `head` and `tail`, the service-time table
+    /// and every exchange slot's header. Each has one owner (see the
+    /// module docs' ownership table).
+    pub fn shared_words(&self) -> impl Iterator<Item = usize> + '_ {
+        let rings = [Direction::Cpu0ToCpu1, Direction::Cpu1ToCpu0].into_iter();
+        let indices = rings.flat_map(|d| {
+            let ring = ring_offset::<N>(d);
+            [ring + RING_HEAD_OFFSET, ring + RING_TAIL_OFFSET]
+        });
+        let service = service_times_offset::<N>();
+        let headers = (0..self.slot_count()).flat_map(move |k| {
+            let slot = self.slot_offset(k).unwrap_or(0);
+            (0..HEADER_WORDS).map(move |w| slot + 4 * w)
+        });
+        (0..CONTROL_WORDS)
+            .map(|w| 4 * w)
+            .chain(indices)
+            .chain((0..2 * SERVICE_TIME_ENTRIES).map(move |w| service + 4 * w))
+            .chain(headers)
+    }
+
+    /// The shared word at `offset` ([`shared_words`](Self::shared_words)),
+    /// for diagnostics and for tests that play a peer writing it; `None`
+    /// for any other offset (tensor bytes and ring slots are not words).
+    pub fn shared_word(&self, offset: usize) -> Option<&'r AtomicU32> {
+        self.shared_words()
+            .any(|o| o == offset)
+            .then(|| self.word(offset))
+    }
+
     /// The `K` words from `offset` on (one bounds check for all of them).
     fn words<const K: usize>(&self, offset: usize) -> &'r [AtomicU32; K] {
         assert!(offset % 4 == 0 && offset + 4 * K <= self.size);
@@ -289,33 +344,74 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         for entry in 0..SERVICE_TIME_ENTRIES {
             self.publish_service_time(entry, 0, 0);
         }
-        let published = ControlBlock::published::<N>(self.size as u32, self.slots);
-        let words = [
-            (control_word::LAYOUT_VERSION, published.layout_version),
-            (control_word::RING_ENTRIES, published.ring_entries),
-            (control_word::SHARED_SIZE, published.shared_size),
-            (control_word::CPU1_READY, 0),
-            (control_word::RTT_LAST, 0),
-            (control_word::RTT_MIN, 0),
-            (control_word::RTT_MAX, 0),
-            (control_word::RTT_COUNT, 0),
-            (control_word::EXCHANGE_SLOTS, published.exchange_slots),
-            (control_word::SMALL_INPUT, published.small_input_size),
-            (control_word::SMALL_OUTPUT, published.small_output_size),
-            (control_word::CPU1_LAYOUT_VERSION, 0),
+        // CPU1's words start cleared; CPU0's follow, magic and ready last.
+        let cpu1_words = [
+            control_word::CPU1_READY,
+            control_word::RTT_LAST,
+            control_word::RTT_MIN,
+            control_word::RTT_MAX,
+            control_word::RTT_COUNT,
+            control_word::CPU1_LAYOUT_VERSION,
         ];
-        for (index, value) in words {
-            self.control_word(index).store(value, Ordering::Relaxed);
-        }
-        for index in control_word::RESERVED..CONTROL_WORDS {
+        for index in cpu1_words {
             self.control_word(index).store(0, Ordering::Relaxed);
         }
-        // Ordering: pairs with the Acquire load in `control_block`; every
-        // word above is visible to a core that sees the magic.
-        self.control_word(control_word::MAGIC)
-            .store(MAGIC, Ordering::Release);
-        debug_assert!(published.magic == MAGIC && published.layout_version == LAYOUT_VERSION);
-        self.set_ready(synaptic_abi::Core::Cpu0);
+        for (index, value) in self.cpu0_words() {
+            // Ordering: Release, so that a core that sees the magic (and
+            // then `cpu0_ready`) sees every word stored before it.
+            self.control_word(index).store(value, Ordering::Release);
+        }
+    }
+
+    /// The control-block words CPU0 owns with their published values, the
+    /// magic and `cpu0_ready` last (a core trusts the block once it sees
+    /// them). Computed from this view's geometry: CPU0's authoritative copy.
+    fn cpu0_words(&self) -> [(usize, u32); 10] {
+        let p = ControlBlock::published::<N>(self.size as u32, self.slots);
+        debug_assert!(p.magic == MAGIC && p.layout_version == LAYOUT_VERSION);
+        [
+            (control_word::LAYOUT_VERSION, p.layout_version),
+            (control_word::RING_ENTRIES, p.ring_entries),
+            (control_word::SHARED_SIZE, p.shared_size),
+            (control_word::EXCHANGE_SLOTS, p.exchange_slots),
+            (control_word::SMALL_INPUT, p.small_input_size),
+            (control_word::SMALL_OUTPUT, p.small_output_size),
+            (control_word::RESERVED, 0),
+            (control_word::RESERVED + 1, 0),
+            (control_word::MAGIC, MAGIC),
+            (control_word::CPU0_READY, READY),
+        ]
+    }
+
+    /// Make every control-block word CPU0 owns true again (CPU0's periodic
+    /// maintenance; a peer may have written them). Returns the words that
+    /// differed.
+    pub fn repair_cpu0_words(&self) -> u32 {
+        self.repair_words(&self.cpu0_words())
+    }
+
+    /// Make the words an attached CPU1 owns true again: `cpu1_ready` and
+    /// the layout version it announced (CPU1's periodic maintenance).
+    /// Returns the words that differed.
+    pub fn repair_cpu1_words(&self) -> u32 {
+        self.repair_words(&[
+            (control_word::CPU1_LAYOUT_VERSION, LAYOUT_VERSION),
+            (control_word::CPU1_READY, READY),
+        ])
+    }
+
+    fn repair_words(&self, words: &[(usize, u32)]) -> u32 {
+        let mut repaired = 0;
+        for &(index, value) in words {
+            let word = self.control_word(index);
+            // Ordering: our own word; Relaxed shows what a peer left.
+            if word.load(Ordering::Relaxed) != value {
+                // Ordering: as in `publish`.
+                word.store(value, Ordering::Release);
+                repaired += 1;
+            }
+        }
+        repaired
     }
 
     /// A copy of the control block, each word read once.
@@ -494,6 +590,21 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             // Ordering: pairs with the Acquire load in `service_time`.
             model_word.store(model, Ordering::Release);
         }
+    }
+
+    /// Make service-time entry `entry` read `(model, service_us)` again if
+    /// it differs (CPU0's maintenance); returns whether it did.
+    pub fn repair_service_time(&self, entry: usize, model: u32, service_us: u32) -> bool {
+        let Some([model_word, estimate]) = self.service_time_words(entry) else {
+            return false;
+        };
+        // Ordering: CPU0's own words; Relaxed shows what a peer left.
+        let same = model_word.load(Ordering::Relaxed) == model
+            && estimate.load(Ordering::Relaxed) == service_us;
+        if !same {
+            self.publish_service_time(entry, model, service_us);
+        }
+        !same
     }
 
     /// CPU0's published estimate for `model` (raw handle), if it has one.

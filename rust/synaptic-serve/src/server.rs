@@ -209,6 +209,9 @@ pub struct ServeStats {
     pub forwarded: u32,
     /// Corrupt ring indices the intake saw (each one a resynchronisation).
     pub corrupt: u32,
+    /// Shared words this core owns (control block, ring indices,
+    /// service-time table) found altered by the peer and rewritten.
+    pub repairs: u32,
 }
 
 impl ServeStats {
@@ -231,6 +234,7 @@ impl ServeStats {
             latency_max_us: self.latency_max_us.max(other.latency_max_us),
             forwarded: add(self.forwarded, other.forwarded),
             corrupt: add(self.corrupt, other.corrupt),
+            repairs: add(self.repairs, other.repairs),
         }
     }
 
@@ -429,6 +433,24 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     fn export_index(&self, model: ModelHandle) -> Option<usize> {
         self.exports.iter().position(|e| e.model == model)
+    }
+
+    /// Make the service-time table true again where a peer wrote it
+    /// (CPU0's maintenance); returns the entries rewritten, also counted in
+    /// [`ServeStats::repairs`].
+    pub fn repair_estimates(&mut self) -> u32 {
+        let mut repaired = 0;
+        for entry in 0..synaptic_abi::SERVICE_TIME_ENTRIES {
+            let (model, estimate) = self
+                .exports
+                .get(entry)
+                .map_or((0, 0), |e| (e.model.raw(), e.estimate_us));
+            if self.region.repair_service_time(entry, model, estimate) {
+                repaired += 1;
+            }
+        }
+        self.stats.repairs = self.stats.repairs.wrapping_add(repaired);
+        repaired
     }
 
     fn publish_estimates(&self) {

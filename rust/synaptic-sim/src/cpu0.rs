@@ -587,11 +587,24 @@ pub(crate) fn isr(
         // A stalled CPU0 takes no interrupt: the ring keeps its messages.
         control.park_while_stalled(false);
         while intake.drain(ledger, inbox, replies) == RING {}
-        let stats = intake.stats();
+        // CPU0's maintenance of the shared words it owns, every wake (the
+        // firmware does it on its idle timer).
+        intake.maintain();
+        replies.sender.repair();
+        let stats = front_stats(&intake, replies);
         control.forwarded.store(stats.forwarded, Ordering::SeqCst);
         *lock(&control.intake) = stats;
     }
-    intake.stats()
+    front_stats(&intake, replies)
+}
+
+/// The intake's counters, the reply ring's head repairs included.
+fn front_stats(intake: &Intake<'_, RING>, replies: &Replies<'_>) -> ServeStats {
+    let stats = intake.stats();
+    ServeStats {
+        repairs: stats.repairs.wrapping_add(replies.sender.repair_count()),
+        ..stats
+    }
 }
 
 fn local_pipeline<const P: usize, const S: usize>(
@@ -702,9 +715,12 @@ pub(crate) fn serve(
         }
         busy |= core.complete();
         if !busy {
-            // Nothing to do: sleep on the inbox (the intake's post wakes it).
+            // Nothing to do: sleep on the inbox (the intake's post wakes it),
+            // then make the service-time table true again (maintenance).
             if let Ok(msg) = inbox.receive(Timeout::Millis(2)) {
                 core.handle(&msg);
+                busy = true;
+            } else if core.server.repair_estimates() > 0 {
                 busy = true;
             }
         }

@@ -278,6 +278,9 @@ impl<'r> RawCpu1<'_, 'r> {
     }
 }
 
+/// How long a CPU1 life retries its attach before the simulation fails.
+const ATTACH_PATIENCE: Duration = Duration::from_secs(2);
+
 impl<'s> Sim<'s> {
     /// Run one CPU1 life with a dispatch thread and no poll threshold:
     /// attach to the live rings, run `body`, then stop and drop everything
@@ -342,6 +345,8 @@ impl<'s> Sim<'s> {
                             }
                             let n = client.dispatch() as u32;
                             dispatched.fetch_add(n, Ordering::Relaxed);
+                            // CPU1's maintenance (the firmware's sweep).
+                            client.maintain();
                         }
                     })
                     .expect("spawn CPU1 dispatch thread")
@@ -387,7 +392,16 @@ impl<'s> Sim<'s> {
         assert!(!overlapping, "CPU1 lives must not overlap");
         let alive = StopOnDrop(|| self.cpu1_alive.store(false, Ordering::SeqCst));
         let region = self.region;
-        synaptic_serve::boot::attach(&region).expect("CPU1 attaches to the region");
+        // A booting CPU1 retries its attach for a while: CPU0's maintenance
+        // restores control words a previous life may have scribbled.
+        let start = std::time::Instant::now();
+        while let Err(e) = synaptic_serve::boot::attach(&region) {
+            assert!(
+                start.elapsed() < ATTACH_PATIENCE,
+                "CPU1 attaches to the region: {e:?}"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
         // SAFETY: `cpu1_alive` makes lives exclusive, and every handle of a
         // life is dropped before it ends (the caller drops them before the
         // guard), so these are the only producer of CPU1→CPU0 and the only

@@ -24,6 +24,7 @@ use static_cell::StaticCell;
 use synaptic_abi::Direction;
 use synaptic_ipc::{Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
+use synaptic_runtime::time::Clock;
 use synaptic_serve::boot::{self, AttachError};
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::{Client, ClientError, Pong, SemLock};
@@ -98,9 +99,15 @@ pub enum AttachFailure {
 pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), AttachFailure> {
     let region = region_from_devicetree().map_err(AttachFailure::Region)?;
     region.announce_cpu1_version();
-    region
-        .check()
-        .map_err(|e| AttachFailure::Layout(AttachError::Region(e)))?;
+    // Within the handshake's time, wait for a sane control block: CPU0's
+    // maintenance restores words a previous life of CPU1 scribbled.
+    let start = ZephyrClock.now_us();
+    while let Err(e) = region.check() {
+        if expired(start, handshake) {
+            return Err(AttachFailure::Layout(AttachError::Region(e)));
+        }
+        zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1));
+    }
     let bell = doorbell::init(&WAKE).map_err(|e| match e {
         doorbell::DoorbellError::AlreadyInitialised => AttachFailure::AlreadyAttached,
         _ => AttachFailure::Doorbell,
@@ -133,12 +140,50 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
         .try_init(client)
         .ok_or(AttachFailure::AlreadyAttached)?;
     dispatch(client).start();
+    boot::attach(&region).map_err(AttachFailure::Layout)?;
+    // After the attach: the sweep's maintenance rewrites `cpu1_ready`.
     if SWEEP_MS > 0 {
         start_sweep();
     }
-    boot::attach(&region).map_err(AttachFailure::Layout)?;
-    let pong = client.ping(handshake).map_err(AttachFailure::Handshake)?;
-    Ok((client, pong))
+    // A ping may be refused (a ring a previous life scribbled looks full
+    // until CPU0 repairs it, woken by this push's doorbell) or lost to a
+    // resynchronisation: retry within the handshake's time.
+    loop {
+        let left = remaining(start, handshake);
+        let attempt = match left {
+            Timeout::Millis(ms) => Timeout::Millis(ms.min(HANDSHAKE_TRY_MS)),
+            other => other,
+        };
+        match client.ping(attempt) {
+            Ok(pong) => return Ok((client, pong)),
+            Err(e) if expired(start, handshake) => return Err(AttachFailure::Handshake(e)),
+            Err(_) => zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1)),
+        }
+    }
+}
+
+/// Longest single handshake ping of [`attach`] (it retries within its
+/// timeout).
+const HANDSHAKE_TRY_MS: u32 = 50;
+
+/// Whether `timeout` has passed since `start_us`.
+fn expired(start_us: u64, timeout: Timeout) -> bool {
+    matches!(remaining(start_us, timeout), Timeout::NoWait)
+}
+
+/// What is left of `timeout` since `start_us` (`NoWait` once it passed).
+fn remaining(start_us: u64, timeout: Timeout) -> Timeout {
+    match timeout {
+        Timeout::Forever => Timeout::Forever,
+        Timeout::NoWait => Timeout::NoWait,
+        Timeout::Millis(ms) => {
+            let spent_ms = ZephyrClock.now_us().saturating_sub(start_us) / 1000;
+            match u64::from(ms).checked_sub(spent_ms) {
+                Some(left) if left > 0 => Timeout::Millis(left as u32),
+                _ => Timeout::NoWait,
+            }
+        }
+    }
 }
 
 #[zephyr::thread(stack_size = 1536)]
@@ -155,6 +200,7 @@ fn dispatch(client: &'static ZephyrClient) {
         client.dispatch();
         if SWEEP_DUE.swap(false, Ordering::Relaxed) {
             client.expire_sleepers();
+            client.maintain();
         }
     }
 }

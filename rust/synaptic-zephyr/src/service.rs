@@ -110,10 +110,12 @@ static IDLE_TIMER: PeriodicTimer = PeriodicTimer::new();
 /// thread's idle turn (one wake outstanding at most).
 static IDLE_DUE: AtomicBool = AtomicBool::new(false);
 
-/// The idle timer's expiry (ISR): what the doorbell ISR does, then a wake
-/// for the serving thread's idle turn unless one is outstanding.
+/// The idle timer's expiry (ISR): what the doorbell ISR does, CPU0's
+/// maintenance of the shared words it owns, then a wake for the serving
+/// thread's idle turn unless one is outstanding.
 extern "C" fn on_idle_timer(_timer: *mut zephyr::raw::k_timer) {
     drain_front();
+    maintain_front();
     if !IDLE_DUE.swap(true, Ordering::Relaxed) {
         INBOX.wake();
     }
@@ -206,14 +208,32 @@ fn drain_front() -> usize {
     }
 }
 
+/// Make the shared words CPU0 owns true again where CPU1 wrote them: the
+/// control block, the tail of ring CPU1→CPU0, the head of ring CPU0→CPU1
+/// (the serving thread does the service-time table). Returns the words
+/// rewritten.
+fn maintain_front() -> u32 {
+    use synaptic_serve::LocalLock;
+    match FRONT.lock().as_mut() {
+        Some(front) => front.intake.maintain() + u32::from(front.replies.repair()),
+        None => 0,
+    }
+}
+
 /// The intake's counters (status requests it answered, requests it
-/// refused).
+/// refused, shared words repaired, the reply ring's head included).
 fn front_stats() -> ServeStats {
     use synaptic_serve::LocalLock;
     FRONT
         .lock()
         .as_ref()
-        .map(|f| f.intake.stats())
+        .map(|f| {
+            let stats = f.intake.stats();
+            ServeStats {
+                repairs: stats.repairs.wrapping_add(f.replies.repair_count()),
+                ..stats
+            }
+        })
         .unwrap_or_default()
 }
 
@@ -454,6 +474,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             // Woken by the idle timer: look at the ring in case a doorbell
             // was lost (what it posts is served next turn).
             IDLE_DUE.store(false, Ordering::Relaxed);
+            server.repair_estimates();
             work = drain_front();
         }
         // For the shell: slots and NPU time after every turn that answered

@@ -51,6 +51,10 @@ pub struct ServiceStatus {
     lookups: AtomicU32,
     status: AtomicU32,
     reply_failures: AtomicU32,
+    /// Shared words CPU0 owns that it found altered and rewrote, and ring
+    /// resynchronisations on corrupt peer indices.
+    repairs: AtomicU32,
+    corrupt: AtomicU32,
     latency_avg_us: AtomicU32,
     latency_max_us: AtomicU32,
     /// The layout version a refused CPU1 announced.
@@ -83,6 +87,8 @@ impl ServiceStatus {
             lookups: AtomicU32::new(0),
             status: AtomicU32::new(0),
             reply_failures: AtomicU32::new(0),
+            repairs: AtomicU32::new(0),
+            corrupt: AtomicU32::new(0),
             latency_avg_us: AtomicU32::new(0),
             latency_max_us: AtomicU32::new(0),
             cpu1_version: AtomicU32::new(0),
@@ -149,12 +155,19 @@ impl ServiceStatus {
             (&self.lookups, s.lookups),
             (&self.status, s.status),
             (&self.reply_failures, s.reply_failures),
+            (&self.repairs, s.repairs),
+            (&self.corrupt, s.corrupt),
             (&self.latency_avg_us, saturate(s.latency_average_us())),
             (&self.latency_max_us, saturate(s.latency_max_us)),
         ];
         for (word, value) in words {
             word.store(value, Ordering::Relaxed);
         }
+    }
+
+    /// Shared words CPU0 owns that it found altered and rewrote so far.
+    pub fn repairs(&self) -> u32 {
+        self.repairs.load(Ordering::Relaxed)
     }
 
     /// Whether CPU1 attached and its first `STATUS_REQ` was answered.
@@ -248,6 +261,11 @@ impl ServiceStatus {
                 u8::from(cpu1_ready)
             ));
         }
+        line(format_args!(
+            "shared words repaired (written by CPU1, rewritten by CPU0): {}, ring resyncs: {}",
+            r(&self.repairs),
+            r(&self.corrupt)
+        ));
         if r(&self.reply_failures) > 0 {
             line(format_args!(
                 "replies lost (ring to CPU1 full): {}",

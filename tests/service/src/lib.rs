@@ -212,9 +212,10 @@ fn run() -> Verdict {
         w(Word::Discarded1)
     );
     printkln!(
-        "service test: CPU1 restarted (lives {}), rejoined with a {} us handshake, {} of {} serves correct, {} errors, pre-restart replies discarded {}",
+        "service test: CPU1 restarted (lives {}), rejoined with a {} us handshake after scribbling CPU0's ring tail ({} shared words repaired by CPU0), {} of {} serves correct, {} errors, pre-restart replies discarded {}",
         w(Word::Lives),
         w(Word::RejoinRttUs),
+        STATUS.repairs(),
         w(Word::RejoinOk),
         p::AFTER_RESTART,
         w(Word::RejoinErrors),
@@ -231,6 +232,7 @@ fn run() -> Verdict {
         && w(Word::Lives) == 2
         && w(Word::RejoinOk) == p::AFTER_RESTART
         && w(Word::RejoinErrors) == 0
+        && STATUS.repairs() >= 1
         && STATUS.violations() == 0;
     verdict.pass = mpu_ok && shell_ok && cpu1_ok;
     verdict

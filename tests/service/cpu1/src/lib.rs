@@ -8,9 +8,12 @@
 //! with the NPU's failure marker
 //! (must come back `-EIO`), a request that times out (`-ETIMEDOUT`) and
 //! the request after it (must wait for the late reply, then succeed), then
-//! one more request left in flight and a restart of CPU1 in place.
-//! Second life: rejoin the live rings, handshake, 100 checked serves; the
-//! pre-restart reply must be discarded, never delivered.
+//! one more request left in flight, a scribble on a word CPU0 owns (the
+//! tail of ring CPU1→CPU0, set `N` behind: the ring looks full to a fresh
+//! producer) and a restart of CPU1 in place.
+//! Second life: rejoin the live rings (CPU0 repairs its tail), handshake,
+//! 100 checked serves; the pre-restart reply must be discarded, never
+//! delivered.
 #![no_std]
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -184,6 +187,19 @@ fn first_life(client: &'static ZephyrClient, report: &Report, models: [Model; 2]
 
     // Leave a request in flight and restart: its reply reaches the next life.
     let _ = serve(client, models[1], 4, false, true, Timeout::NoWait);
+    // A buggy CPU1 scribbles on CPU0's tail before it dies: without CPU0's
+    // repair the next life would find the ring full forever.
+    if let Ok(region) = synaptic_zephyr::service::region_from_devicetree() {
+        let tail = synaptic_abi::ring_offset::<{ synaptic_zephyr::service::N }>(
+            synaptic_abi::Direction::Cpu1ToCpu0,
+        ) + synaptic_abi::region::RING_TAIL_OFFSET;
+        if let Some(word) = region.shared_word(tail) {
+            let scribbled = word
+                .load(Ordering::Relaxed)
+                .wrapping_sub(synaptic_zephyr::service::N as u32);
+            word.store(scribbled, Ordering::Relaxed);
+        }
+    }
     // SAFETY: this image re-initialises everything it uses at startup
     // (CONFIG_INIT_ARCH_HW_AT_BOOT resets the core's state), and keeps
     // nothing it needs in its own RAM: the report is in the shared region.
