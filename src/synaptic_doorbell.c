@@ -33,6 +33,7 @@ static syn_doorbell_handler_t syn_doorbell_handler;
 #if DT_NODE_HAS_COMPAT(SYN_DOORBELL_NODE, synaptic_doorbell_ipm)
 
 #include <zephyr/drivers/ipm.h>
+#include <zephyr/irq.h>
 
 static const struct device *const syn_doorbell_ipm =
 	DEVICE_DT_GET(DT_PHANDLE(SYN_DOORBELL_NODE, ipm));
@@ -89,6 +90,23 @@ int syn_doorbell_ring(void)
 	return ipm_send(syn_doorbell_ipm, 0, SYN_DOORBELL_REMOTE_ID, NULL, 0);
 }
 
+int syn_doorbell_set_enabled(bool enable)
+{
+	if (atomic_get(&syn_doorbell_claimed) == 0) {
+		return -EINVAL;
+	}
+	/* Not ipm_set_enabled(): the MHU driver's is a no-op. The line of the
+	 * IPM device's interrupt is masked instead; a ring while it is masked
+	 * stays pending and is taken once it is enabled again.
+	 */
+	if (enable) {
+		irq_enable(DT_IRQN(DT_PHANDLE(SYN_DOORBELL_NODE, ipm)));
+	} else {
+		irq_disable(DT_IRQN(DT_PHANDLE(SYN_DOORBELL_NODE, ipm)));
+	}
+	return 0;
+}
+
 #elif DT_NODE_HAS_COMPAT(SYN_DOORBELL_NODE, synaptic_doorbell_mbox)
 
 #include <zephyr/drivers/mbox.h>
@@ -143,6 +161,14 @@ int syn_doorbell_ring(void)
 	}
 	/* No message: signalling only, the rings carry the data. */
 	return mbox_send_dt(&syn_doorbell_tx, NULL);
+}
+
+int syn_doorbell_set_enabled(bool enable)
+{
+	if (atomic_get(&syn_doorbell_claimed) == 0) {
+		return -EINVAL;
+	}
+	return mbox_set_enabled_dt(&syn_doorbell_rx, enable);
 }
 
 #else

@@ -17,6 +17,8 @@
 #ifndef SYNAPTIC_SYN_DOORBELL_H_
 #define SYNAPTIC_SYN_DOORBELL_H_
 
+#include <stdbool.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,6 +51,18 @@ int syn_doorbell_init(syn_doorbell_handler_t on_ring, void *ctx);
  * @retval <0      any other negative errno from the driver.
  */
 int syn_doorbell_ring(void);
+
+/**
+ * Stop (false) or resume (true) taking the peer's doorbell interrupt, for
+ * a core that polls its ring instead while the peer floods it. A ring
+ * while stopped is not lost: it is taken once resumed (IPM: the interrupt
+ * line stays pending; mbox: the channel's event).
+ *
+ * @retval 0       done.
+ * @retval -EINVAL syn_doorbell_init() has not succeeded.
+ * @retval <0      any other negative errno from the driver.
+ */
+int syn_doorbell_set_enabled(bool enable);
 
 #ifdef __cplusplus
 }

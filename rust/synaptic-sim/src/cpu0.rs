@@ -221,6 +221,8 @@ pub struct Cpu0Control {
     start_local: AtomicBool,
     local_steps: AtomicU32,
     forwarded: AtomicU32,
+    /// The most messages one wake of the intake handled.
+    largest_batch: AtomicU32,
     serving_stalled: AtomicBool,
     doorbells: AtomicU32,
     doorbell_events: AtomicU32,
@@ -244,6 +246,7 @@ impl Default for Cpu0Control {
             start_local: AtomicBool::new(false),
             local_steps: AtomicU32::new(0),
             forwarded: AtomicU32::new(0),
+            largest_batch: AtomicU32::new(0),
             serving_stalled: AtomicBool::new(false),
             doorbells: AtomicU32::new(0),
             doorbell_events: AtomicU32::new(0),
@@ -340,6 +343,11 @@ impl Cpu0Control {
     /// Slot requests CPU0's intake has posted to the serving thread so far.
     pub fn forwarded(&self) -> u32 {
         self.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// The most messages one wake of the intake (one doorbell) handled.
+    pub fn largest_batch(&self) -> u32 {
+        self.largest_batch.load(Ordering::SeqCst)
     }
 
     /// Replies CPU0 has pushed so far (intake and serving thread).
@@ -570,7 +578,9 @@ impl ReplyPort for Replies<'_> {
 }
 
 /// CPU0's doorbell ISR, as a thread: on each doorbell (or every 2 ms, a
-/// lost doorbell's fallback) drain the ring CPU1→CPU0 through the intake.
+/// lost doorbell's fallback) drain the ring CPU1→CPU0 through the intake,
+/// one ring's worth per wake as the firmware's ISR: a CPU1 that pushes
+/// faster than CPU0 answers cannot hold it in the drain.
 pub(crate) fn isr(
     requests: Consumer<'_, RING>,
     region: &SharedRegion<'_, RING>,
@@ -586,7 +596,8 @@ pub(crate) fn isr(
         let _ = doorbell.take(Timeout::Millis(2));
         // A stalled CPU0 takes no interrupt: the ring keeps its messages.
         control.park_while_stalled(false);
-        while intake.drain(ledger, inbox, replies) == RING {}
+        let batch = intake.drain(ledger, inbox, replies) as u32;
+        control.largest_batch.fetch_max(batch, Ordering::SeqCst);
         // CPU0's maintenance of the shared words it owns, every wake (the
         // firmware does it on its idle timer).
         intake.maintain();

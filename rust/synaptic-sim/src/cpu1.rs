@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use synaptic_abi::{Direction, Priority, ValidMessage};
 use synaptic_ipc::host::{HostSemaphore, SemaphoreDoorbell};
-use synaptic_ipc::{Semaphore, Sender, Timeout};
+use synaptic_ipc::{IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::registry::ModelHandle;
 use synaptic_serve::client::ClientConfig;
@@ -256,6 +256,16 @@ impl<'r> RawCpu1<'_, 'r> {
     /// When the ring is full or corrupt.
     pub fn send(&mut self, msg: ValidMessage) -> u32 {
         self.sender.send(msg).expect("ring CPU1→CPU0")
+    }
+
+    /// Send `msg` with the next id (and ring CPU0), or say why not (a
+    /// full ring, for a CPU1 that floods).
+    ///
+    /// # Errors
+    ///
+    /// The ring's refusal.
+    pub fn try_send(&mut self, msg: ValidMessage) -> Result<u32, IpcError> {
+        self.sender.send(msg)
     }
 
     /// The next reply, waiting up to `timeout` (on the doorbell, or polling

@@ -157,7 +157,9 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
         match client.ping(attempt) {
             Ok(pong) => return Ok((client, pong)),
             Err(e) if expired(start, handshake) => return Err(AttachFailure::Handshake(e)),
-            Err(_) => zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1)),
+            Err(_) => {
+                zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1));
+            }
         }
     }
 }

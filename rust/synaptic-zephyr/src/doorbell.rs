@@ -40,6 +40,24 @@ use crate::sync::KernelSemaphore;
 extern "C" {
     fn syn_doorbell_init(on_ring: unsafe extern "C" fn(*mut c_void), ctx: *mut c_void) -> c_int;
     fn syn_doorbell_ring() -> c_int;
+    fn syn_doorbell_set_enabled(enable: bool) -> c_int;
+}
+
+/// Stop (`false`) or resume (`true`) taking the peer's doorbell interrupt
+/// (CPU0 polls its ring while CPU1 floods it); a ring while stopped is
+/// taken once resumed.
+///
+/// # Errors
+///
+/// The driver's refusal; [`DoorbellError::Driver`] with `-EINVAL` before
+/// an init succeeded.
+pub fn set_enabled(enable: bool) -> Result<(), DoorbellError> {
+    // SAFETY: the C glue takes a plain bool and touches only the doorbell
+    // device's interrupt line (or mbox channel) it owns.
+    match unsafe { syn_doorbell_set_enabled(enable) } {
+        0 => Ok(()),
+        code => Err(DoorbellError::from_errno(code)),
+    }
 }
 
 /// Why the doorbell could not be set up or rung.

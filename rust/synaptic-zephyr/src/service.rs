@@ -192,9 +192,46 @@ pub fn region_from_devicetree() -> Result<Region, StartError> {
         .map_err(|_| StartError::NoRegion)
 }
 
-/// The doorbell ISR: run the intake over what CPU1 pushed.
+/// The doorbell ISR: run the intake over what CPU1 pushed (one ring's
+/// worth at most). A full batch means CPU1 pushes faster than it waits for
+/// answers: stop taking its doorbell and let the serving thread drain the
+/// ring at its own pace (see [`drain_flood`]), so a flooding CPU1 cannot
+/// hold CPU0 in interrupt context.
 fn on_doorbell() {
+    if drain_front() >= N {
+        FLOODED.store(true, Ordering::Relaxed);
+        FLOODS.fetch_add(1, Ordering::Relaxed);
+        let _ = crate::doorbell::set_enabled(false);
+        INBOX.wake();
+    }
+}
+
+/// Set by the doorbell ISR when it stops taking the doorbell (a flood),
+/// cleared by the serving thread when a batch finds the ring short.
+static FLOODED: AtomicBool = AtomicBool::new(false);
+/// Floods seen so far (for the shell and tests).
+static FLOODS: AtomicU32 = AtomicU32::new(0);
+
+/// While flooded, one serving turn's share of the ring: one batch, then a
+/// pause of a millisecond (lower-priority threads, the shell among them,
+/// run meanwhile). A short batch ends the flood: the doorbell is taken
+/// again, and the ring drained once more for a push that raced it.
+/// Returns whether the flood goes on.
+fn drain_flood() -> bool {
+    if drain_front() >= N {
+        zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1));
+        return true;
+    }
+    FLOODED.store(false, Ordering::Relaxed);
+    let _ = crate::doorbell::set_enabled(true);
     drain_front();
+    false
+}
+
+/// Floods of CPU1's requests CPU0 has weathered (its doorbell stopped,
+/// the ring drained by the serving thread until a batch found it short).
+pub fn floods() -> u32 {
+    FLOODS.load(Ordering::Relaxed)
 }
 
 /// Drain ring CPU1→CPU0 through the intake (ISR, or the serving thread
@@ -355,7 +392,7 @@ pub fn print_status() {
 }
 
 /// Write the `syn ipc status` view, one line per call.
-pub fn write_status(line: impl FnMut(core::fmt::Arguments<'_>)) {
+pub fn write_status(mut line: impl FnMut(core::fmt::Arguments<'_>)) {
     let rtt = region().map(|r| {
         (
             r.rtt(),
@@ -363,7 +400,11 @@ pub fn write_status(line: impl FnMut(core::fmt::Arguments<'_>)) {
             r.is_ready(synaptic_abi::Core::Cpu1),
         )
     });
-    STATUS.write_view(rtt, line);
+    STATUS.write_view(rtt, &mut line);
+    line(format_args!(
+        "floods (CPU1 pushing faster than it waits; doorbell stopped, ring drained by the serving thread): {}",
+        floods()
+    ));
 }
 
 /// Reports a setup failure to [`start`] and parks the serving thread.
@@ -458,7 +499,15 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             latency_us = wanted;
             rt.npu.set_latency_us(u64::from(wanted));
         }
-        let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, Timeout::Forever);
+        // A flood: the serving thread drains, and must not wait for a
+        // doorbell that is not taken.
+        let flooded = FLOODED.load(Ordering::Relaxed) && drain_flood();
+        let wait = if flooded {
+            Timeout::NoWait
+        } else {
+            Timeout::Forever
+        };
+        let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, wait);
         if work == 0 && rt.npu.state() == NpuState::Busy {
             // A job is on the device and nothing else to do: watch the
             // device and the intake (it marks a slot held for each request

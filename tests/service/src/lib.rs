@@ -173,6 +173,8 @@ fn run() -> Verdict {
     );
 
     let start = uptime_ms();
+    // CPU0's shell must answer while CPU1 floods it (looked at every 20 ms).
+    let mut shell_in_flood = None;
     while !report.done() && report.get(Word::Stopped) == 0 {
         if uptime_ms() - start > REPORT_TIMEOUT_MS {
             printkln!(
@@ -181,7 +183,11 @@ fn run() -> Verdict {
             );
             return verdict;
         }
-        sleep_ms(100);
+        if shell_in_flood.is_none() && report.get(Word::Flooding) == 1 {
+            let (rc, found) = shell(c"syn ipc status", "floods");
+            shell_in_flood = Some(rc == 0 && found);
+        }
+        sleep_ms(20);
     }
     let w = |word| report.get(word);
     let errno = |word| w(word) as i32;
@@ -211,6 +217,24 @@ fn run() -> Verdict {
         if w(Word::Recovered) == 1 { "correct" } else { "WRONG" },
         w(Word::Discarded1)
     );
+    let shell_answered = shell_in_flood == Some(true);
+    printkln!(
+        "service test: flood: {} status requests pushed, {} refused (ring full) in {} ms; an inference during it {}; CPU0's shell {} during it; floods weathered {}",
+        w(Word::FloodPushed),
+        w(Word::FloodRefused),
+        p::FLOOD_MS,
+        match w(Word::FloodServe) {
+            1 => "correct",
+            2 => "WRONG",
+            3 => "FAILED (timed out)",
+            4 => "FAILED (no slot)",
+            5 => "FAILED (ring refused it for 2 s)",
+            0 => "FAILED (never finished)",
+            _ => "FAILED",
+        },
+        if shell_answered { "answered" } else { "did NOT answer" },
+        service::floods()
+    );
     printkln!(
         "service test: CPU1 restarted (lives {}), rejoined with a {} us handshake after scribbling CPU0's ring tail ({} shared words repaired by CPU0), {} of {} serves correct, {} errors, pre-restart replies discarded {}",
         w(Word::Lives),
@@ -233,6 +257,8 @@ fn run() -> Verdict {
         && w(Word::RejoinOk) == p::AFTER_RESTART
         && w(Word::RejoinErrors) == 0
         && STATUS.repairs() >= 1
+        && w(Word::FloodServe) == 1
+        && shell_answered
         && STATUS.violations() == 0;
     verdict.pass = mpu_ok && shell_ok && cpu1_ok;
     verdict

@@ -22,6 +22,7 @@ use service_test_protocol::{self as p, Report, Stop, Word};
 use synaptic_abi::Priority;
 use synaptic_ipc::Timeout;
 use synaptic_runtime::registry::ModelHandle;
+use synaptic_serve::client::Wait;
 use synaptic_serve::ClientError;
 use synaptic_zephyr::client::{self, ZephyrClient};
 
@@ -161,6 +162,58 @@ fn soak_worker(client: &'static ZephyrClient, models: [Model; 2], first: u32) {
     soak_share(client, models, first);
 }
 
+/// The inference made while the main thread floods.
+#[zephyr::thread(stack_size = 1536)]
+fn flood_serve(client: &'static ZephyrClient, model: Model, report: Report) {
+    // Its own core's flood fills the ring: a refused send is retried (within
+    // two seconds), an answer must be correct.
+    let start = zephyr::time::now();
+    let patience = zephyr::time::Duration::millis_at_least(2_000);
+    let served = loop {
+        match serve(client, model, 77, false, false, TIMEOUT) {
+            Err(ClientError::Ipc(_)) if zephyr::time::now() - start < patience => {
+                // SAFETY: a plain kernel call from thread context.
+                unsafe { zephyr::raw::k_yield() };
+            }
+            other => break other,
+        }
+    };
+    let code = match served {
+        Ok(true) => 1,
+        Ok(false) => 2,
+        Err(ClientError::TimedOut) => 3,
+        Err(ClientError::Busy) => 4,
+        Err(ClientError::Ipc(_)) => 5,
+        Err(_) => 6,
+    };
+    report.set(Word::FloodServe, code);
+}
+
+/// Push status requests as fast as possible for [`p::FLOOD_MS`], never
+/// waiting for an answer (a CPU1 gone wrong), while another thread makes
+/// an inference; CPU0 must keep serving and its shell must answer.
+fn flood(client: &'static ZephyrClient, report: &Report, model: Model) {
+    report.set(Word::Flooding, 1);
+    flood_serve(client, model, *report).start();
+    let start = zephyr::time::now();
+    let length = zephyr::time::Duration::millis_at_least(u64::from(p::FLOOD_MS));
+    let (mut pushed, mut refused) = (0u32, 0u32);
+    while zephyr::time::now() - start < length {
+        match client.ping_with(Wait::Interrupt, Timeout::NoWait) {
+            Err(ClientError::Ipc(_)) => refused += 1,
+            _ => pushed += 1,
+        }
+        // Equal-priority threads (the inference) still get CPU1.
+        // SAFETY: a plain kernel call from thread context.
+        unsafe { zephyr::raw::k_yield() };
+    }
+    report.set(Word::FloodPushed, pushed);
+    report.set(Word::FloodRefused, refused);
+    // The inference's answer may still be on its way.
+    zephyr::time::sleep(zephyr::time::Duration::millis_at_least(100));
+    report.set(Word::Flooding, 0);
+}
+
 fn first_life(client: &'static ZephyrClient, report: &Report, models: [Model; 2]) {
     for first in 1..SOAK_THREADS {
         soak_worker(client, models, first).start();
@@ -175,6 +228,8 @@ fn first_life(client: &'static ZephyrClient, report: &Report, models: [Model; 2]
     report.set(Word::SoakWrong, SOAK_WRONG.load(Ordering::Relaxed));
     report.set(Word::SoakErrors, SOAK_ERRORS.load(Ordering::Relaxed));
 
+    flood(client, report, models[1]);
+
     let failed = serve(client, models[1], 1, true, false, TIMEOUT);
     report.set(Word::NpuError, status(failed));
 
@@ -187,8 +242,10 @@ fn first_life(client: &'static ZephyrClient, report: &Report, models: [Model; 2]
 
     // Leave a request in flight and restart: its reply reaches the next life.
     let _ = serve(client, models[1], 4, false, true, Timeout::NoWait);
-    // A buggy CPU1 scribbles on CPU0's tail before it dies: without CPU0's
-    // repair the next life would find the ring full forever.
+    // Once CPU0 has taken everything (a pong proves it), a buggy CPU1
+    // scribbles on CPU0's tail before it dies: without CPU0's repair the
+    // next life would find the ring full forever.
+    let _ = client.ping(TIMEOUT);
     if let Ok(region) = synaptic_zephyr::service::region_from_devicetree() {
         let tail = synaptic_abi::ring_offset::<{ synaptic_zephyr::service::N }>(
             synaptic_abi::Direction::Cpu1ToCpu0,

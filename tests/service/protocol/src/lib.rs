@@ -92,12 +92,22 @@ pub enum Word {
     Discarded2,
     /// The second life's first handshake round trip, microseconds.
     RejoinRttUs,
+    /// 1 while CPU1 floods CPU0 with status requests.
+    Flooding,
+    /// Status requests the flood pushed, and those the full ring refused.
+    FloodPushed,
+    FloodRefused,
+    /// The inference a second CPU1 thread made during the flood: 1 when
+    /// its output matched.
+    FloodServe,
     /// Where CPU1 stopped early (0: it did not), see [`Stop`].
     Stopped,
 }
 
 /// Number of report words.
-pub const WORDS: usize = 14;
+pub const WORDS: usize = 18;
+/// How long CPU1 floods, emulated milliseconds.
+pub const FLOOD_MS: u32 = 300;
 /// The report's [`Word::Done`] value when CPU1 finished.
 pub const DONE: u32 = 0x444F_4E45;
 
@@ -113,7 +123,9 @@ pub enum Stop {
     Rejoin = 3,
 }
 
-/// CPU1's report in the shared region.
+/// CPU1's report in the shared region (an address: copies name the same
+/// words).
+#[derive(Clone, Copy)]
 pub struct Report {
     words: *mut u32,
 }
