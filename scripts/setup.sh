@@ -52,6 +52,21 @@ done
 for component in rustfmt clippy; do
     rustup component list --installed | grep -q "^$component" || rustup component add "$component" >/dev/null
 done
+# miri, for the host tier's check of the ring, the shared-region views and
+# the arena, runs on the nightly toolchain (present on CI machines). Without
+# nightly, setup says so and that check fails; it is never skipped.
+if grep -q '^nightly-[^0-9]' <<<"$(rustup toolchain list)"; then
+    installed_nightly="$(rustup +nightly component list --installed)"
+    if ! grep -q '^miri' <<<"$installed_nightly" || ! grep -q '^rust-src' <<<"$installed_nightly"; then
+        say "adding nightly components miri and rust-src"
+        rustup +nightly component add miri rust-src >/dev/null 2>&1 || say "could not add miri to nightly; the miri check will fail"
+    fi
+    # Build miri's own sysroot here (once per nightly, under a minute), not
+    # inside the first test run; a no-op when it is already built.
+    cargo +nightly miri setup >/dev/null 2>&1 || say "cargo +nightly miri setup failed; the miri check will fail"
+else
+    say "no nightly Rust toolchain (rustup toolchain list): the miri check of the host tier will fail; install it with 'rustup toolchain install nightly'"
+fi
 
 # cbindgen regenerates the C headers that CI checks are up to date.
 cbindgen_version="0.29.4"

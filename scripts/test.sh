@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up what is missing, then run every test tier (docs/testing.md):
-#   host    formatting, clippy, unit/property/loom tests, ABI header checks
+#   host    formatting, clippy, unit/property/loom/miri tests, ABI header checks
 #   cross   every no_std crate for the three Cortex-M targets
 #   zephyr  twister on qemu_cortex_m3 (tests/), mps2/an521/cpu0 with
 #           sysbuild (both cores in QEMU), frdm_mcxn947 build-only, then
@@ -93,6 +93,28 @@ zephyr_rust_files() {
     find "$root/rust/synaptic-zephyr" "$root/tests" "$root/samples" -name '*.rs' -not -path '*/target/*' | sort
 }
 
+# miri over the code that reads and writes memory it does not own: the ring
+# (unit, property and host tests, the two-thread sweep checked for data
+# races), the shared-region and exchange views (synaptic-serve's unit tests
+# and its serving-layer tests, which hand out every slot's tensor slices),
+# the ABI's layout and exchange tests, and the tensor arena. The client tests
+# stay with `cargo test`: many threads, minutes under the interpreter.
+# MIRIFLAGS: strict provenance, so no pointer is ever made from an integer.
+miri_tests() {
+    if ! grep -q '^nightly-[^0-9]' <<<"$(rustup toolchain list)"; then
+        echo "no nightly toolchain: miri cannot run (see scripts/setup.sh)"
+        return 1
+    fi
+    local status=0
+    local miri=(env MIRIFLAGS="-Zmiri-strict-provenance" CARGO_TARGET_DIR="$root/rust/target/miri"
+        cargo +nightly miri test)
+    "${miri[@]}" -p synaptic-ring || status=1
+    "${miri[@]}" -p synaptic-abi --lib || status=1
+    "${miri[@]}" -p synaptic-serve --lib --test server || status=1
+    "${miri[@]}" -p synaptic-runtime --lib -- arena:: || status=1
+    return "$status"
+}
+
 tier_host() {
     echo "=== tier host"
     cd "$root/rust" || return
@@ -105,6 +127,7 @@ tier_host() {
             env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$root/rust/target/loom" \
             cargo test -p synaptic-ring --test loom --release
     fi
+    cargo_tests "miri: ring, region and exchange views, arena (nightly)" miri_tests
     cargo_tests "100,000-serve soak in the two-core simulator (release)" \
         cargo test --release -p synaptic-sim --test soak -- --ignored
     # Benchmarks print numbers; nothing asserts on time.

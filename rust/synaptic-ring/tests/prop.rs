@@ -64,8 +64,22 @@ fn run<const N: usize>(start: u32, ops: &[Op]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// 512 cases natively. Under miri, which interprets every step, 16 cases,
+/// and no regression file (miri's isolation has no file system).
+fn config() -> ProptestConfig {
+    if cfg!(miri) {
+        ProptestConfig {
+            failure_persistence: None,
+            rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+            ..ProptestConfig::with_cases(8)
+        }
+    } else {
+        ProptestConfig::with_cases(512)
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(config())]
 
     #[test]
     fn matches_vecdeque_n2(start in start_index(), ops in prop::collection::vec(op(), 0..200)) {

@@ -833,3 +833,194 @@ impl<'r> Exchange<'r> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use std::vec;
+    use std::vec::Vec;
+
+    use synaptic_abi::{Core, Message};
+    use synaptic_ring::{Consumer, Producer};
+
+    use super::*;
+
+    const N: usize = 16;
+    const SLOTS: SlotGeometry = SlotGeometry::DEFAULT;
+
+    /// A heap stand-in for the shared window: exactly the bytes the layout
+    /// needs (rounded up to the 16-byte alignment a `u128` gives), so an
+    /// accessor reaching past the region's end runs off the allocation.
+    fn window() -> Vec<u128> {
+        vec![0; region_size::<N>(SLOTS).div_ceil(16)]
+    }
+
+    fn pattern(slot: usize, output: bool) -> u8 {
+        0x10 + 2 * slot as u8 + u8::from(output)
+    }
+
+    #[test]
+    fn from_raw_refuses_misaligned_short_and_inconsistent_windows() {
+        let mut buffer = window();
+        let size = buffer.len() * 16;
+        let base = NonNull::new(buffer.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: `base + 4` stays inside the buffer; the buffer is `size`
+        // bytes and outlives every view made here, of which only the last
+        // is used to access it.
+        let misaligned = unsafe { SharedRegion::<N>::from_raw(base.add(4), size - 16, SLOTS) };
+        let address = base.as_ptr() as usize + 4;
+        assert_eq!(misaligned.unwrap_err(), RegionError::Misaligned(address));
+        let needed = region_size::<N>(SLOTS);
+        // SAFETY: as above.
+        let short = unsafe { SharedRegion::<N>::from_raw(base, needed - 1, SLOTS) };
+        assert_eq!(
+            short.unwrap_err(),
+            RegionError::TooSmall {
+                needed,
+                actual: needed - 1
+            }
+        );
+        let none = SlotGeometry { count: 0, ..SLOTS };
+        // SAFETY: as above.
+        let bad = unsafe { SharedRegion::<N>::from_raw(base, size, none) };
+        assert_eq!(
+            bad.unwrap_err(),
+            RegionError::Geometry(GeometryError::Count(0))
+        );
+        // SAFETY: as above.
+        let region = unsafe { SharedRegion::<N>::from_raw(base, size, SLOTS) }.unwrap();
+        assert_eq!((region.size(), region.slot_count()), (size, 4));
+        assert_eq!(RegionError::Misaligned(4).to_errno(), Errno::Fault);
+        assert_eq!(RegionError::TooLarge(0).to_errno(), Errno::Inval);
+    }
+
+    /// Every view over one published region: rings, control words,
+    /// service times, each slot's header and both tensors. Every slot is
+    /// filled whole, then read back whole, so overlapping views would show;
+    /// afterwards the raw bytes are where the ABI says.
+    #[test]
+    fn views_tile_the_region_at_the_abi_offsets() {
+        let mut buffer = window();
+        let size = buffer.len() * 16;
+        let base = NonNull::new(buffer.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: the buffer is `size` bytes, 16-aligned, outlives the
+        // region, and is touched only through it until the region is gone.
+        let region = unsafe { SharedRegion::<N>::from_raw(base, size, SLOTS) }.unwrap();
+        // SAFETY: no ring handle exists yet.
+        unsafe { region.publish() };
+        assert_eq!(region.check(), Ok(()));
+        assert!(region.is_ready(Core::Cpu0) && !region.is_ready(Core::Cpu1));
+        region.set_ready(Core::Cpu1);
+        region.announce_cpu1_version();
+        assert_eq!(region.control_block().cpu1_layout_version, LAYOUT_VERSION);
+
+        let rtt = RttWords {
+            last_us: 5,
+            min_us: 3,
+            max_us: 9,
+            count: 2,
+        };
+        region.publish_rtt(rtt);
+        assert_eq!(region.rtt(), rtt);
+        region.publish_service_time(SERVICE_TIME_ENTRIES - 1, 42, 700);
+        region.publish_service_time(SERVICE_TIME_ENTRIES, 43, 800);
+        assert_eq!(region.service_time(42), Some(700));
+        assert_eq!(region.service_time(43), None, "past the table: dropped");
+
+        for (k, direction) in [Direction::Cpu0ToCpu1, Direction::Cpu1ToCpu0]
+            .into_iter()
+            .enumerate()
+        {
+            let ring = region.ring(direction);
+            // SAFETY: the only producer and consumer of this ring.
+            let (mut tx, mut rx) = unsafe { (Producer::attach(ring), Consumer::attach(ring)) };
+            let msg = Message {
+                msg_id: 100 + k as u32,
+                ..Message::default()
+            };
+            tx.push(msg).unwrap();
+            tx.push(msg).unwrap();
+            assert_eq!(rx.pop(), Ok(Some(msg)));
+        }
+
+        let exchanges: Vec<Exchange<'_>> = (0..region.slot_count())
+            .map(|k| region.exchange(k).unwrap())
+            .collect();
+        assert!(region.exchange(region.slot_count()).is_none());
+        for (k, exchange) in exchanges.iter().enumerate() {
+            assert_eq!(region.slot_at(exchange.offset()), Some(k));
+            let mut header = ExchangeHeader {
+                model: 0x100 + k as u32,
+                input_len: k as u32,
+                output_len: 2 * k as u32,
+                infer_status: -(k as i32),
+                reserved: [k as u32; 4],
+                ..ExchangeHeader::default()
+            };
+            header.model_name[..4].copy_from_slice(b"slot");
+            header.model_name[4] = b'0' + k as u8;
+            exchange.write_header(&header);
+            assert_eq!(exchange.read_header(), header);
+            assert_eq!(exchange.read_request(), (0x100 + k as u32, k as u32));
+            // SAFETY: this test is the slot's only user; each slice is
+            // dropped before the next is made.
+            unsafe {
+                exchange.input_mut().fill(pattern(k, false));
+                exchange.output_mut().fill(pattern(k, true));
+            }
+        }
+        for (k, exchange) in exchanges.iter().enumerate() {
+            // SAFETY: as above, and no mutable slice is alive.
+            let (input, output) = unsafe { (exchange.input(), exchange.output()) };
+            assert_eq!(input.len(), SLOTS.input_capacity(k).unwrap());
+            assert_eq!(output.len(), SLOTS.output_capacity(k).unwrap());
+            assert!(
+                input.iter().all(|&b| b == pattern(k, false)),
+                "slot {k} input"
+            );
+            assert!(
+                output.iter().all(|&b| b == pattern(k, true)),
+                "slot {k} output"
+            );
+            assert_eq!(
+                exchange.read_header().model,
+                0x100 + k as u32,
+                "slot {k} header"
+            );
+        }
+        let offsets: Vec<(usize, usize, usize)> = exchanges
+            .iter()
+            .map(|e| (e.offset(), e.output_offset(), e.output_capacity()))
+            .collect();
+        drop(exchanges);
+
+        // The region is gone: read the window as the peer's bytes.
+        let bytes: Vec<u8> = buffer.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let word =
+            |offset: usize| u32::from_ne_bytes(bytes[offset..offset + 4].try_into().unwrap());
+        assert_eq!(word(0), MAGIC);
+        assert_eq!(word(4 * control_word::CPU1_READY), READY);
+        for (k, direction) in [Direction::Cpu0ToCpu1, Direction::Cpu1ToCpu0]
+            .into_iter()
+            .enumerate()
+        {
+            let ring = ring_offset::<N>(direction);
+            assert_eq!((word(ring), word(ring + 64)), (2, 1), "head, tail");
+            assert_eq!(word(ring + 128), 100 + k as u32, "slot 0's msg_id");
+        }
+        let last = service_times_offset::<N>() + 8 * (SERVICE_TIME_ENTRIES - 1);
+        assert_eq!((word(last), word(last + 4)), (42, 700));
+        for (k, &(offset, output_offset, output_capacity)) in offsets.iter().enumerate() {
+            assert_eq!(word(offset), 0x100 + k as u32);
+            assert_eq!(
+                &bytes[offset + 4..offset + 9],
+                &[b's', b'l', b'o', b't', b'0' + k as u8]
+            );
+            assert_eq!(bytes[offset + EXCHANGE_INPUT_OFFSET], pattern(k, false));
+            assert_eq!(bytes[output_offset - 1], pattern(k, false));
+            assert_eq!(bytes[output_offset], pattern(k, true));
+            assert_eq!(bytes[output_offset + output_capacity - 1], pattern(k, true));
+        }
+    }
+}
