@@ -595,7 +595,7 @@ impl<'r> Loopback<'r> {
     }
 
     /// Write `bytes` at `offset` of the region, as a misbehaving core
-    /// would, clipped to the region. Bytes in the tensor area of a slot
+    /// would, clipped to the region (to its last whole word). Bytes in the tensor area of a slot
     /// CPU0 holds are skipped (see the [module docs](self)). Returns the
     /// bytes written.
     pub fn write_shared(&self, offset: usize, bytes: &[u8]) -> usize {
@@ -611,16 +611,16 @@ impl<'r> Loopback<'r> {
             .collect();
         let mut written = 0;
         for (k, &byte) in bytes.iter().enumerate() {
-            let Some(at) = offset.checked_add(k).filter(|&at| at < self.region.size()) else {
+            let Some(at) = offset.checked_add(k).filter(|&at| (at & !3) + 4 <= self.region.size()) else {
                 break;
             };
             if borrowed.iter().any(|r| r.contains(&at)) {
                 continue;
             }
             let word = at & !3;
-            // SAFETY: `word + 4 <= size` (the region's size is a multiple of
-            // 4 bytes at a 16-aligned base, and `at < size`), so the word
-            // lies in the buffer borrowed for 'r and is 4-aligned. Every
+            // SAFETY: `word + 4 <= size` (filtered above) and the base is
+            // 16-aligned, so the word lies in the buffer borrowed for 'r
+            // and is 4-aligned. Every
             // access this crate and the ring crate make to these bytes is an
             // atomic word access or a volatile copy of a ring slot, none
             // through a live reference (tensor bytes under a borrow were
@@ -632,6 +632,23 @@ impl<'r> Loopback<'r> {
             written += 1;
         }
         written
+    }
+
+    /// Read `out.len()` bytes from `offset` of the region (clipped to it),
+    /// a word at a time as the cores do. Returns the bytes read.
+    pub fn read_shared(&self, offset: usize, out: &mut [u8]) -> usize {
+        let mut read = 0;
+        for (k, byte) in out.iter_mut().enumerate() {
+            let Some(at) = offset.checked_add(k).filter(|&at| (at & !3) + 4 <= self.region.size()) else {
+                break;
+            };
+            // SAFETY: as in `write_shared`: an aligned word inside the
+            // region, only ever accessed atomically or by volatile copies.
+            let shared = unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(at & !3).cast()) };
+            *byte = shared.load(Ordering::Relaxed).to_ne_bytes()[at % 4];
+            read += 1;
+        }
+        read
     }
 
     /// Run `model` on `input` through CPU1's client (the smallest free slot
