@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up what is missing, then run every test tier (docs/testing.md):
-#   host    formatting, clippy, unit/property/loom tests, ABI header checks
+#   host    formatting, clippy, unit/property/loom tests, fuzzing, ABI header checks
 #   cross   every no_std crate for the three Cortex-M targets
 #   zephyr  twister on qemu_cortex_m3 (tests/), mps2/an521/cpu0 with
 #           sysbuild (both cores in QEMU), frdm_mcxn947 build-only, then
@@ -107,6 +107,11 @@ tier_host() {
     fi
     cargo_tests "100,000-serve soak in the two-core simulator (release)" \
         cargo test --release -p synaptic-sim --test soak -- --ignored
+    # Every fuzz target for 18 s from its committed corpus (about 4 minutes
+    # with a clean build on 2 cores); any crash fails.
+    # request_path's liveness check stays off until CPU0 republishes the
+    # control-block words a hostile CPU1 can clobber (rust/fuzz/artifacts-known/).
+    check "fuzz: every target 18 s (scripts/fuzz.sh)" "$root/scripts/fuzz.sh" 18 --no-liveness
     # Benchmarks print numbers; nothing asserts on time.
     check "ring benchmark (ns per message, ours vs heapless vs rtrb)" \
         cargo run --quiet --release -p synaptic-ring --example ring_bench

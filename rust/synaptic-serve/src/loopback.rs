@@ -611,7 +611,10 @@ impl<'r> Loopback<'r> {
             .collect();
         let mut written = 0;
         for (k, &byte) in bytes.iter().enumerate() {
-            let Some(at) = offset.checked_add(k).filter(|&at| (at & !3) + 4 <= self.region.size()) else {
+            let Some(at) = offset
+                .checked_add(k)
+                .filter(|&at| (at & !3) + 4 <= self.region.size())
+            else {
                 break;
             };
             if borrowed.iter().any(|r| r.contains(&at)) {
@@ -639,7 +642,10 @@ impl<'r> Loopback<'r> {
     pub fn read_shared(&self, offset: usize, out: &mut [u8]) -> usize {
         let mut read = 0;
         for (k, byte) in out.iter_mut().enumerate() {
-            let Some(at) = offset.checked_add(k).filter(|&at| (at & !3) + 4 <= self.region.size()) else {
+            let Some(at) = offset
+                .checked_add(k)
+                .filter(|&at| (at & !3) + 4 <= self.region.size())
+            else {
                 break;
             };
             // SAFETY: as in `write_shared`: an aligned word inside the
