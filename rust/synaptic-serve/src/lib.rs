@@ -16,7 +16,8 @@
 //!   discarded, and the slot is never restaged while CPU0 may read it.
 //!
 //! `no_std`, no heap; the client uses no floating point (CPU1 has no FPU).
-//! Feature `std` adds `host` implementations of the platform traits.
+//! Feature `std` adds `host` implementations of the platform traits, and
+//! [`loopback`]: both cores on one thread over one buffer, stepped by hand.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -28,6 +29,8 @@ pub mod boot;
 pub mod client;
 pub mod intake;
 pub mod lock;
+#[cfg(feature = "std")]
+pub mod loopback;
 #[cfg(synaptic_probe)]
 pub mod probe;
 pub mod protocol;

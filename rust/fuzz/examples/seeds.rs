@@ -1,0 +1,296 @@
+//! Writes the committed seed corpus (`corpus/<target>/`) and the known
+//! open reproducers (`artifacts-known/`): a handful of meaningful inputs
+//! per target, built with the encoders the targets decode with.
+//!
+//! ```text
+//! cd rust/fuzz && cargo run --example seeds
+//! ```
+//!
+//! Rerunning rewrites the same files (the seeds are deterministic).
+
+use std::fs;
+use std::path::Path;
+
+use synaptic_abi::{
+    Message, LAYOUT_VERSION, MAGIC, MSG_TYPE_INFER_REQ, MSG_TYPE_INFER_RESP, MSG_TYPE_STATUS_RESP,
+};
+use synaptic_fuzz::{client_replies as cr, message_bytes, request_path as rp};
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    fs::create_dir_all(dir).expect("create corpus directory");
+    fs::write(dir.join(name), bytes).expect("write seed");
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = root.join("corpus");
+    request_path(&corpus.join("request_path"));
+    ring(&corpus.join("ring"));
+    attach(&corpus.join("attach"));
+    exchange_header(&corpus.join("exchange_header"));
+    client_replies(&corpus.join("client_replies"));
+    capi(&corpus.join("capi"));
+    known(&root.join("artifacts-known"));
+}
+
+fn request_path(dir: &Path) {
+    // Well-formed traffic: a status, a kws inference served, a lookup.
+    let mut good = Vec::new();
+    rp::push_request(&mut good, 3, 0, 0, 1, 0);
+    rp::push_request(&mut good, 0, 1, 0, 1, 0);
+    good.push(rp::STEP);
+    rp::push_request(&mut good, 2, 2, 0, 1, 0);
+    good.extend([rp::STEP, rp::POP, rp::POP, rp::POP]);
+    write(dir, "well-formed", &good);
+    // Requests that must be refused: input too long, wrong handle, a name
+    // without NUL, a payload offset in the middle of a slot, a bad type.
+    let mut refused = Vec::new();
+    rp::push_request(&mut refused, 0, 1, 100, 1, 0);
+    rp::push_request(&mut refused, 1, 0, 0, 2, 0);
+    rp::push_request(&mut refused, 2, 3, -1, 1, 1);
+    rp::push_raw(
+        &mut refused,
+        &Message {
+            msg_id: 7,
+            msg_type: MSG_TYPE_INFER_REQ,
+            priority: 1,
+            payload_len: 554,
+            payload_offset: 1100,
+            ..Message::default()
+        },
+    );
+    rp::push_raw(
+        &mut refused,
+        &Message {
+            msg_id: 8,
+            msg_type: 9,
+            ..Message::default()
+        },
+    );
+    refused.extend([rp::STEP, rp::STEP]);
+    write(dir, "refused", &refused);
+    // The same slot twice before CPU0 serves it (-EBUSY), then served.
+    let mut busy = Vec::new();
+    rp::push_request(&mut busy, 0, 2, 0, 1, 1);
+    rp::push_request(&mut busy, 0, 2, 0, 1, 1);
+    busy.extend([rp::STEP_CPU0, rp::STEP_CPU0, rp::POP, rp::POP]);
+    write(dir, "busy-slot", &busy);
+    // A header rewritten after the push, before CPU0 reads it.
+    let mut race = Vec::new();
+    rp::push_request(&mut race, 0, 1, 0, 1, 0);
+    rp::write_slot(&mut race, 1, 36, &0xFFFF_FFF0u32.to_le_bytes());
+    race.push(rp::STEP_CPU0);
+    write(dir, "header-after-push", &race);
+    // A flood: more requests than the ring holds, then drains.
+    let mut flood = Vec::new();
+    for k in 0..20u8 {
+        rp::push_request(&mut flood, 3, k, 0, 0, 1);
+    }
+    flood.extend([rp::STEP_CPU0, rp::STEP_CPU0]);
+    write(dir, "flood", &flood);
+}
+
+fn ring(dir: &Path) {
+    // Consumer side: pushes, pops, a head far ahead, a reboot.
+    let mut consumer = vec![0u8];
+    consumer.extend(0u32.to_le_bytes());
+    consumer.extend([0, 1, 0, 2, 3, 3, 4, 1]);
+    consumer.extend(100u32.to_le_bytes());
+    consumer.extend([3, 5, 0, 9, 3]);
+    write(dir, "consumer", &consumer);
+    // Consumer side across the u32 wrap.
+    let mut wrap = vec![0u8];
+    wrap.extend((u32::MAX - 1).to_le_bytes());
+    wrap.extend([0, 1, 0, 2, 0, 3, 3, 3, 3, 3]);
+    write(dir, "consumer-wrap", &wrap);
+    // Producer side: fill, a pop, a tail behind and ahead, a reboot.
+    let mut producer = vec![1u8];
+    producer.extend(0u32.to_le_bytes());
+    producer.extend([
+        0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 1, 0, 6, 4, 3, 0x7F, 0, 7, 4, 5,
+    ]);
+    write(dir, "producer", &producer);
+}
+
+fn attach(dir: &Path) {
+    // The good block patched one word at a time: version, then magic.
+    let mut version = vec![1u8, 1];
+    version.extend(1u32.to_le_bytes());
+    write(dir, "old-version", &version);
+    let mut magic = vec![1u8, 0];
+    magic.extend(MAGIC.swap_bytes().to_le_bytes());
+    write(dir, "bad-magic", &magic);
+    let mut same = vec![1u8, 1];
+    same.extend(LAYOUT_VERSION.to_le_bytes());
+    write(dir, "rewritten-valid", &same);
+    // A plausible control block over the raw bytes, and ring indices.
+    let mut raw = vec![0u8];
+    for word in [
+        MAGIC,
+        LAYOUT_VERSION,
+        16,
+        48_448,
+        1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        4,
+        4096,
+        1024,
+        0,
+        0,
+        0,
+    ] {
+        raw.extend(word.to_le_bytes());
+    }
+    raw.extend(7u32.to_le_bytes());
+    write(dir, "raw-block", &raw);
+}
+
+fn exchange_header(dir: &Path) {
+    let mut header = [0u8; 64];
+    header[0..4].copy_from_slice(&0x0001_0000u32.to_le_bytes());
+    header[4..7].copy_from_slice(b"kws");
+    header[36..40].copy_from_slice(&490u32.to_le_bytes());
+    header[40..44].copy_from_slice(&4u32.to_le_bytes());
+    header[44..48].copy_from_slice(&4096u32.to_le_bytes());
+    header[48..52].copy_from_slice(&1024u32.to_le_bytes());
+    let mut seed = vec![1u8];
+    seed.extend(header);
+    seed.extend(1088u32.to_le_bytes());
+    seed.extend(message_bytes(&Message {
+        msg_type: MSG_TYPE_INFER_REQ,
+        priority: 1,
+        payload_len: 554,
+        payload_offset: 1088 + 31_808,
+        ..Message::default()
+    }));
+    write(dir, "kws-header", &seed);
+    let mut long = vec![0u8];
+    let mut header = [b'x'; 64];
+    header[36..40].copy_from_slice(&u32::MAX.to_le_bytes());
+    long.extend(header);
+    long.extend(u32::MAX.to_le_bytes());
+    long.extend([0xFF; 20]);
+    write(dir, "unterminated", &long);
+}
+
+fn client_replies(dir: &Path) {
+    // A reply with the next request's id before an inference: delivered.
+    let mut early = Vec::new();
+    let reply = Message {
+        msg_type: MSG_TYPE_INFER_RESP,
+        priority: 1,
+        status: 12,
+        ..Message::default()
+    };
+    cr::push_reply(&mut early, 2, 2, &reply);
+    cr::infer(&mut early, 0, 0, 2);
+    write(dir, "early-reply", &early);
+    // A length beyond the slot's output, then a remote errno.
+    let mut long = Vec::new();
+    cr::push_reply(
+        &mut long,
+        2,
+        2,
+        &Message {
+            status: 5000,
+            ..reply
+        },
+    );
+    cr::infer(&mut long, 0, 0, 2);
+    cr::push_reply(
+        &mut long,
+        2,
+        2,
+        &Message {
+            status: -5,
+            ..reply
+        },
+    );
+    cr::infer(&mut long, 0, 0, 2);
+    cr::write_result(&mut long, 1, u32::MAX, -1);
+    write(dir, "bad-lengths", &long);
+    // A timeout, then a late reply for it, a stray status, a dispatch.
+    let mut late = Vec::new();
+    cr::infer(&mut late, 1, 1, 1);
+    cr::push_reply(
+        &mut late,
+        1,
+        1,
+        &Message {
+            status: 16,
+            ..reply
+        },
+    );
+    cr::push_reply(
+        &mut late,
+        0,
+        0,
+        &Message {
+            msg_id: 99,
+            msg_type: MSG_TYPE_STATUS_RESP,
+            status: 0,
+            ..reply
+        },
+    );
+    late.push(cr::DISPATCH);
+    late.extend([cr::PING, 0, cr::LOOKUP]);
+    write(dir, "late-and-stray", &late);
+}
+
+fn capi(dir: &Path) {
+    // Register a model, build a pipeline over it, run and submit.
+    let op = |tag: u8, args: [u8; 12]| {
+        let mut v = vec![tag];
+        v.extend(args);
+        v
+    };
+    let mut flow = Vec::new();
+    flow.extend(op(5, [16, 0, 0, 0, 0, 0, 0, 3, 10, 0, 0, 0]));
+    flow.extend(op(18, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+    flow.extend(op(18, [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0]));
+    flow.extend(op(18, [0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0]));
+    flow.extend(op(19, [0, 0, 0, 0, 0, 16, 0, 0, 1, 2, 1, 0]));
+    flow.extend(op(20, [0, 0, 0, 0, 0, 16, 0, 0, 1, 0, 1, 1]));
+    flow.extend(op(21, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+    flow.extend(op(21, [0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]));
+    write(dir, "model-pipeline-job", &flow);
+    // The DSP helpers, with NULLs and odd lengths.
+    let mut dsp = Vec::new();
+    for tag in 0..5u8 {
+        dsp.extend(op(tag, [1, 2, 3, 4, 0, 8, 0, 4, 4, 0, 0, 0]));
+        dsp.extend(op(tag, [1, 2, 3, 4, 3, 7, 0, 0, 3, 0, 0, 0]));
+    }
+    write(dir, "dsp", &dsp);
+    // Memory: alloc, init, scratch, stats, NPU calls.
+    let mut mem = Vec::new();
+    mem.extend(op(13, [0, 0, 0, 0, 0, 0, 0, 2, 4, 4, 0, 0]));
+    mem.extend(op(15, [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0]));
+    mem.extend(op(16, [64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+    mem.extend(op(17, [0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]));
+    mem.extend(op(14, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
+    for k in 0..6u8 {
+        mem.extend(op(22, [0, 0, 0, 0, 0, 64, 0, k, 0, 16, 0, 0]));
+    }
+    mem.extend(op(23, [3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0]));
+    write(dir, "memory-npu-prof", &mem);
+}
+
+/// Inputs that fail `request_path`'s liveness check because CPU0 does not
+/// republish the words it owns after CPU1 corrupts them (open, being fixed
+/// elsewhere): each is a single write of one control-block word. (A bogus
+/// CPU0 ring index, by contrast, costs a resynchronisation and a lost
+/// message; the liveness check's retries absorb it.)
+fn known(dir: &Path) {
+    // The control block's magic: CPU1's attach is refused for ever.
+    let mut magic = Vec::new();
+    rp::write(&mut magic, 0, &[0xFF; 4]);
+    write(dir, "request_path-control-magic", &magic);
+    // `cpu0_ready` (word 4) cleared: CPU1 waits for a CPU0 that is up.
+    let mut ready = Vec::new();
+    rp::write(&mut ready, 16, &[0; 4]);
+    write(dir, "request_path-control-cpu0-ready", &ready);
+}

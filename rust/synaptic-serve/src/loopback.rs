@@ -1,0 +1,879 @@
+//! Both cores on one thread: CPU0's service and CPU1's client over one
+//! caller-supplied buffer, advanced one [`Loopback::step`] at a time, with
+//! no threads and no wall-clock waits (feature `std`).
+//!
+//! ```
+//! use synaptic_serve::loopback::{Loopback, RegionBuffer};
+//!
+//! let mut buffer = RegionBuffer::new();
+//! let mut cores = Loopback::new(buffer.bytes())?;
+//! let kws = cores.kws();
+//! let input = [7u8; 490];
+//! let mut output = [0u8; 12];
+//! assert_eq!(cores.infer(kws, &input, &mut output)?, 12);
+//! assert_eq!(output.to_vec(), cores.expected_output(kws, &input));
+//! cores.reboot_cpu1()?; // CPU1 restarts; only the shared bytes survive
+//! # Ok::<(), synaptic_serve::loopback::LoopbackError>(())
+//! ```
+//!
+//! What stands up: the region published over the buffer, CPU0's [`Intake`]
+//! and [`Server`] over a runtime with the stub NPU (seed [`SEED`]) exporting
+//! two models ([`KWS`], [`FACE`]), a reply port over CPU0's producer, and
+//! CPU1 attached with [`boot::attach`] and a [`Client`]. A step is CPU0's
+//! intake drain and one serving turn ([`Server::poll`] without waiting),
+//! then CPU1's drain of its reply ring ([`Client::dispatch`]).
+//!
+//! # Time and blocking
+//!
+//! Time is simulated ([`SimTime`]): nothing here sleeps. CPU1's client reads
+//! a clock that advances [`CPU1_TICK_US`] per reading, and its semaphores
+//! never block ([`StepSemaphore`]), so any client call with a finite
+//! timeout returns after a bounded number of clock readings. The client's
+//! calls block until a reply, so [`Loopback::infer`] lets CPU0 run *on
+//! CPU1's clock*: while it waits, every reading of CPU1's clock is also one
+//! CPU0 step, and the request's simulated timeout ([`CALL_TIMEOUT_MS`])
+//! bounds the CPU0 steps it can take. It waits with [`Wait::Poll`], which
+//! drains the reply ring itself; a client call that sleeps for its reply
+//! ([`Wait::Interrupt`], a model lookup) times out here, as there is no
+//! dispatch thread to wake it. Called directly ([`Loopback::client`]), the
+//! client's clock only advances time: CPU0 runs only in
+//! [`Loopback::step`].
+//!
+//! # A hostile peer
+//!
+//! [`Loopback::write_shared`] writes any bytes of the region, as a
+//! misbehaving core would; [`Loopback::cpu1_push`] and
+//! [`Loopback::cpu0_push`] push raw messages as CPU1 (detaching the client)
+//! or as CPU0 (through CPU0's own producer). The one thing a write cannot
+//! reach is the tensor area of a slot CPU0 holds: CPU0 has those bytes
+//! borrowed as slices for the job, and a write under a live Rust borrow is
+//! outside the language's rules even though silicon would let a peer do it
+//! (the protocol's ownership rule is what excludes it; the NPU driver
+//! copies the input once). Headers, rings, the control block and the
+//! service-time table are only ever accessed as atomic words or through
+//! the ring crate, so writes to them are always allowed.
+
+extern crate std;
+
+use core::cell::{Cell, RefCell};
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::boxed::Box;
+use std::rc::Rc;
+use std::sync::Mutex;
+use std::vec;
+use std::vec::Vec;
+
+use synaptic_abi::{
+    region_size, Direction, Message, Priority, SlotGeometry, ValidMessage, EXCHANGE_HEADER_SIZE,
+    RING_ENTRIES_DEFAULT,
+};
+use synaptic_ipc::{Doorbell, Inbox, IpcError, Semaphore, Sender, Timeout};
+use synaptic_ring::{Consumer, Producer, RingError};
+use synaptic_runtime::npu::{stub_output, NpuDevice, StubNpu};
+use synaptic_runtime::pipeline::PipelinePool;
+use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
+use synaptic_runtime::sched::Scheduler;
+use synaptic_runtime::time::{Clock, Delay};
+
+use crate::boot::{self, AttachError};
+use crate::client::{ClientConfig, ClientError};
+use crate::intake::{Intake, ReplyPort, SlotLedger};
+use crate::region::{RegionError, SharedRegion};
+use crate::server::{Runtime, ServeError, ServeStats, Server};
+use crate::{Client, Wait};
+
+/// Ring entries of the loopback region (the Kconfig default).
+pub const RING: usize = RING_ENTRIES_DEFAULT;
+/// The slot geometry of the loopback region (K = 4).
+pub const SLOTS: SlotGeometry = SlotGeometry::DEFAULT;
+/// Bytes the region needs ([`Loopback::new`] takes at least this many).
+pub const REGION_SIZE: usize = region_size::<RING>(SLOTS);
+/// Seed of the loopback's stub NPU ([`stub_output`]'s first argument).
+pub const SEED: u32 = 0x4C4F_4F50;
+/// Simulated microseconds each reading of CPU1's clock advances.
+pub const CPU1_TICK_US: u64 = 50;
+/// Simulated timeout of a [`Loopback::infer`]: at
+/// most `1000 * CALL_TIMEOUT_MS / CPU1_TICK_US` CPU0 steps while it waits.
+pub const CALL_TIMEOUT_MS: u32 = 5;
+/// Steps [`Loopback::infer`] spends at most waiting for a free slot (a
+/// rebooted CPU1 presumes every slot held until CPU0's status says not).
+pub const RESERVE_STEPS: u32 = 16;
+
+/// Entries of CPU0's inbox (at least one per exchange slot).
+const INBOX: usize = 16;
+/// Scheduler jobs: one per slot, and spares.
+const JOBS: usize = 6;
+
+/// A model the loopback's CPU0 registers and exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopbackModel {
+    /// Registry name.
+    pub name: &'static str,
+    /// Input shape (int8).
+    pub input: &'static [u32],
+    /// Output bytes (int8 elements).
+    pub output: usize,
+}
+
+impl LoopbackModel {
+    /// Input bytes.
+    pub fn input_len(&self) -> usize {
+        self.input.iter().map(|&d| d as usize).product()
+    }
+}
+
+/// A 49x10 int8 keyword-spotting model, 12 classes out: fits a small slot.
+pub const KWS: LoopbackModel = LoopbackModel {
+    name: "kws",
+    input: &[49, 10],
+    output: 12,
+};
+
+/// A 96x96x3 int8 face model, 16 bytes out: only the frame slot holds it.
+pub const FACE: LoopbackModel = LoopbackModel {
+    name: "face",
+    input: &[96, 96, 3],
+    output: 16,
+};
+
+/// Why the loopback could not be built or could not do what was asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoopbackError {
+    /// The buffer cannot hold the region (size, alignment).
+    Region(RegionError),
+    /// CPU1's attach refused the region (its control block).
+    Attach(AttachError),
+    /// CPU0 could not register or export a model.
+    Serve(ServeError),
+    /// CPU1 runs no client (it was detached by a raw push, or its attach
+    /// failed): [`Loopback::reboot_cpu1`] first.
+    Detached,
+    /// The client call failed.
+    Client(ClientError),
+}
+
+impl From<ClientError> for LoopbackError {
+    fn from(e: ClientError) -> Self {
+        LoopbackError::Client(e)
+    }
+}
+
+impl From<AttachError> for LoopbackError {
+    fn from(e: AttachError) -> Self {
+        LoopbackError::Attach(e)
+    }
+}
+
+/// Simulated microseconds shared by both cores: moves only when something
+/// advances it (a CPU1 clock reading, the stub NPU's delay). Cloning shares
+/// the same time.
+#[derive(Clone, Debug, Default)]
+pub struct SimTime(Rc<Cell<u64>>);
+
+impl SimTime {
+    /// Move time forward by `us`.
+    pub fn advance(&self, us: u64) {
+        self.0.set(self.0.get().saturating_add(us));
+    }
+}
+
+impl Clock for SimTime {
+    fn now_us(&self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl Delay for SimTime {
+    fn delay_us(&self, us: u64) {
+        self.advance(us);
+    }
+}
+
+/// A semaphore that never blocks: `take` consumes a count if there is one
+/// and otherwise returns `false` at once, whatever the timeout. With it a
+/// client call waits by re-reading its clock, which is simulated.
+#[derive(Debug, Default)]
+pub struct StepSemaphore {
+    count: AtomicU32,
+}
+
+impl StepSemaphore {
+    /// A semaphore with no count.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Semaphore for StepSemaphore {
+    fn give(&self) {
+        // Ordering: one thread; the count itself is all that is shared.
+        let count = self.count.load(Ordering::Relaxed);
+        self.count.store(count.saturating_add(1), Ordering::Relaxed);
+    }
+
+    fn take(&self, _timeout: Timeout) -> bool {
+        // Ordering: as in `give`.
+        let count = self.count.load(Ordering::Relaxed);
+        if count == 0 {
+            return false;
+        }
+        self.count.store(count - 1, Ordering::Relaxed);
+        true
+    }
+}
+
+/// A doorbell nobody hears: both cores are driven by [`Loopback::step`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoDoorbell;
+
+impl Doorbell for NoDoorbell {
+    fn ring(&self) {}
+}
+
+/// CPU1's clock: [`CPU1_TICK_US`] of simulated time per reading, and one
+/// CPU0 step per reading while a [`Loopback`] call lets CPU0 run on it.
+pub struct Cpu1Clock<'r> {
+    time: SimTime,
+    cpu0: Rc<Cpu0Cell<'r>>,
+}
+
+impl Clock for Cpu1Clock<'_> {
+    fn now_us(&self) -> u64 {
+        self.time.advance(CPU1_TICK_US);
+        if self.cpu0.runs_on_cpu1_clock.get() {
+            // Busy only if CPU0 itself read CPU1's clock: it does not.
+            if let Ok(mut cpu0) = self.cpu0.cpu0.try_borrow_mut() {
+                cpu0.step();
+            }
+        }
+        self.time.now_us()
+    }
+}
+
+/// CPU1's client as the loopback builds it.
+pub type LoopbackClient<'r> = Client<
+    'r,
+    RING,
+    NoDoorbell,
+    StepSemaphore,
+    Cpu1Clock<'r>,
+    Mutex<Sender<'r, RING, NoDoorbell>>,
+    Mutex<Consumer<'r, RING>>,
+>;
+
+/// The stub NPU, large enough for [`FACE`]'s input.
+type Npu = StubNpu<SimTime, { 96 * 96 * 3 }, 64>;
+
+/// CPU0's one producer as the reply port the intake and the server share.
+struct Port<'r> {
+    producer: RefCell<Producer<'r, RING>>,
+}
+
+impl ReplyPort for Port<'_> {
+    fn reply(&self, reply: ValidMessage, _polled: bool) -> Result<(), IpcError> {
+        self.producer
+            .borrow_mut()
+            .push(Message::from(reply))
+            .map_err(IpcError::from)
+    }
+}
+
+/// CPU0: intake, serving layer and the runtime they share.
+struct Cpu0<'r> {
+    intake: Intake<'r, RING>,
+    server: Server<'r, RING>,
+    port: Port<'r>,
+    ledger: SlotLedger,
+    inbox: Inbox<StepSemaphore, INBOX>,
+    registry: Registry<4>,
+    pipelines: PipelinePool<4, 8>,
+    npu: Npu,
+    scheduler: Scheduler<'r, JOBS>,
+    time: SimTime,
+}
+
+impl Cpu0<'_> {
+    /// Intake drain, then one serving turn that does not wait; the work done.
+    fn step(&mut self) -> usize {
+        let popped = self.intake.drain(&self.ledger, &self.inbox, &self.port);
+        let mut rt = Runtime {
+            scheduler: &mut self.scheduler,
+            registry: &mut self.registry,
+            npu: &mut self.npu,
+            pipelines: &mut self.pipelines,
+            clock: &self.time,
+            profiler: None,
+        };
+        popped
+            + self.server.poll(
+                &self.inbox,
+                &mut rt,
+                &self.port,
+                &self.ledger,
+                Timeout::NoWait,
+            )
+    }
+}
+
+/// CPU0 and the switch that lets it run on CPU1's clock.
+struct Cpu0Cell<'r> {
+    cpu0: RefCell<Cpu0<'r>>,
+    runs_on_cpu1_clock: Cell<bool>,
+}
+
+/// What runs on CPU1.
+enum Cpu1<'r> {
+    /// Nothing holds CPU1's ring handles (an attach failed).
+    Off,
+    /// The client, attached.
+    Client(Box<LoopbackClient<'r>>),
+    /// Raw handles: the producer of CPU1→CPU0, the consumer of CPU0→CPU1.
+    Raw(Producer<'r, RING>, Consumer<'r, RING>),
+}
+
+/// CPU0's service and CPU1's client over one buffer, stepped by hand. See
+/// the [module docs](self).
+pub struct Loopback<'r> {
+    region: SharedRegion<'r, RING>,
+    base: NonNull<u8>,
+    time: SimTime,
+    cpu0: Rc<Cpu0Cell<'r>>,
+    cpu1: Cpu1<'r>,
+    kws: ModelHandle,
+    face: ModelHandle,
+    buffer: PhantomData<&'r mut [u8]>,
+}
+
+impl<'r> Loopback<'r> {
+    /// Publish the region over all of `buffer`, bring CPU0 up with [`KWS`]
+    /// and [`FACE`] exported, and attach CPU1's client.
+    ///
+    /// # Errors
+    ///
+    /// [`LoopbackError::Region`] when `buffer` is under [`REGION_SIZE`]
+    /// bytes or not 16-byte aligned; [`LoopbackError::Serve`] if a model
+    /// cannot be exported (it always can).
+    pub fn new(buffer: &'r mut [u8]) -> Result<Self, LoopbackError> {
+        let base = NonNull::new(buffer.as_mut_ptr()).ok_or(LoopbackError::Region(
+            RegionError::TooSmall {
+                needed: REGION_SIZE,
+                actual: 0,
+            },
+        ))?;
+        // SAFETY: `buffer` is borrowed mutably for 'r (kept in `Self`), so
+        // its bytes are valid for reads and writes for 'r and reached only
+        // through this region and the handles and word accesses below.
+        let region = unsafe { SharedRegion::from_raw(base, buffer.len(), SLOTS) }
+            .map_err(LoopbackError::Region)?;
+        // SAFETY: no ring handle of this region exists yet.
+        unsafe { region.publish() };
+        let time = SimTime::default();
+        let mut registry: Registry<4> = Registry::new();
+        let mut pipelines: PipelinePool<4, 8> = PipelinePool::new();
+        let mut server = Server::new(&region);
+        let mut handles = [ModelHandle::from_raw(0); 2];
+        for (handle, model) in handles.iter_mut().zip([KWS, FACE]) {
+            let desc =
+                ModelDesc::int8(model.name, model.input, model.output).expect("a valid shape");
+            *handle = registry
+                .register(&desc)
+                .map_err(|e| LoopbackError::Serve(ServeError::Registry(e)))?;
+            server
+                .export(&registry, &mut pipelines, *handle)
+                .map_err(LoopbackError::Serve)?;
+        }
+        let mut npu = Npu::new(time.clone(), SEED);
+        npu.init().expect("the stub NPU starts");
+        // SAFETY: CPU0's handles: the only consumer of CPU1→CPU0 and the
+        // only producer of CPU0→CPU1 for the loopback's life.
+        let (requests, replies) = unsafe {
+            (
+                Consumer::attach(region.ring(Direction::Cpu1ToCpu0)),
+                Producer::attach(region.ring(Direction::Cpu0ToCpu1)),
+            )
+        };
+        let cpu0 = Cpu0 {
+            intake: Intake::new(&region, requests),
+            server,
+            port: Port {
+                producer: RefCell::new(replies),
+            },
+            ledger: SlotLedger::new(),
+            inbox: Inbox::new(StepSemaphore::new()),
+            registry,
+            pipelines,
+            npu,
+            // One-step serving pipelines write straight into the slot:
+            // no intermediate buffers are needed.
+            scheduler: Scheduler::new(&mut []),
+            time: time.clone(),
+        };
+        let mut cores = Loopback {
+            region,
+            base,
+            time,
+            cpu0: Rc::new(Cpu0Cell {
+                cpu0: RefCell::new(cpu0),
+                runs_on_cpu1_clock: Cell::new(false),
+            }),
+            cpu1: Cpu1::Off,
+            kws: handles[0],
+            face: handles[1],
+            buffer: PhantomData,
+        };
+        cores.reboot_cpu1()?;
+        Ok(cores)
+    }
+
+    /// The shared region.
+    pub fn region(&self) -> SharedRegion<'r, RING> {
+        self.region
+    }
+
+    /// The simulated time both cores read.
+    pub fn time(&self) -> &SimTime {
+        &self.time
+    }
+
+    /// [`KWS`]'s handle.
+    pub fn kws(&self) -> ModelHandle {
+        self.kws
+    }
+
+    /// [`FACE`]'s handle.
+    pub fn face(&self) -> ModelHandle {
+        self.face
+    }
+
+    /// What the stub NPU answers for `input` on `model`: the output a
+    /// correct round trip delivers ([`stub_output`] with [`SEED`]).
+    pub fn expected_output(&self, model: ModelHandle, input: &[u8]) -> Vec<u8> {
+        let len = if model == self.face {
+            FACE.output
+        } else {
+            KWS.output
+        };
+        let mut out = vec![0u8; len];
+        stub_output(SEED, model.raw(), input, &mut out);
+        out
+    }
+
+    /// One step of both cores: [`step_cpu0`](Self::step_cpu0), then
+    /// [`step_cpu1`](Self::step_cpu1). Returns the work done.
+    pub fn step(&mut self) -> usize {
+        self.step_cpu0() + self.step_cpu1()
+    }
+
+    /// CPU0's intake drain (up to `RING` messages) and one serving turn
+    /// that does not wait. Returns messages popped plus serving work done.
+    pub fn step_cpu0(&mut self) -> usize {
+        self.cpu0.cpu0.borrow_mut().step()
+    }
+
+    /// CPU1's drain of its reply ring ([`Client::dispatch`]; nothing for
+    /// raw handles or without a client). Returns the messages popped.
+    pub fn step_cpu1(&mut self) -> usize {
+        match &self.cpu1 {
+            Cpu1::Client(client) => client.dispatch(),
+            Cpu1::Off | Cpu1::Raw(..) => 0,
+        }
+    }
+
+    /// Restart CPU1: drop whatever runs there (client or raw handles),
+    /// attach again ([`boot::attach`]: control block checked, `cpu1_ready`
+    /// set) and build a fresh client on the live ring indices. Only the
+    /// region's bytes survive.
+    ///
+    /// # Errors
+    ///
+    /// [`LoopbackError::Attach`] when the control block is not valid;
+    /// CPU1 then runs nothing until the next reboot.
+    pub fn reboot_cpu1(&mut self) -> Result<(), LoopbackError> {
+        self.cpu1 = Cpu1::Off;
+        boot::attach(&self.region)?;
+        // SAFETY: CPU1's handles: the previous life's were dropped above,
+        // and CPU0 holds only the other end of each ring.
+        let (producer, consumer) = unsafe {
+            (
+                Producer::attach(self.region.ring(Direction::Cpu1ToCpu0)),
+                Consumer::attach(self.region.ring(Direction::Cpu0ToCpu1)),
+            )
+        };
+        let clock = Cpu1Clock {
+            time: self.time.clone(),
+            cpu0: Rc::clone(&self.cpu0),
+        };
+        let client = Client::attach(
+            &self.region,
+            producer,
+            consumer,
+            NoDoorbell,
+            StepSemaphore::new,
+            clock,
+            ClientConfig {
+                poll_threshold_us: 0,
+                relax: || {},
+                swept: false,
+            },
+        );
+        self.cpu1 = Cpu1::Client(Box::new(client));
+        Ok(())
+    }
+
+    /// CPU1's client, if one is attached.
+    pub fn client(&self) -> Option<&LoopbackClient<'r>> {
+        match &self.cpu1 {
+            Cpu1::Client(client) => Some(client),
+            Cpu1::Off | Cpu1::Raw(..) => None,
+        }
+    }
+
+    /// Raw CPU1 handles, replacing the client (a CPU1 that speaks the
+    /// rings without the client's rules).
+    fn raw_cpu1(&mut self) -> (&mut Producer<'r, RING>, &mut Consumer<'r, RING>) {
+        if !matches!(self.cpu1, Cpu1::Raw(..)) {
+            self.cpu1 = Cpu1::Off;
+            // SAFETY: CPU1's previous handles (the client's) were dropped
+            // just above; CPU0 holds only the other end of each ring.
+            self.cpu1 = unsafe {
+                Cpu1::Raw(
+                    Producer::attach(self.region.ring(Direction::Cpu1ToCpu0)),
+                    Consumer::attach(self.region.ring(Direction::Cpu0ToCpu1)),
+                )
+            };
+        }
+        match &mut self.cpu1 {
+            Cpu1::Raw(producer, consumer) => (producer, consumer),
+            Cpu1::Off | Cpu1::Client(_) => unreachable!("set just above"),
+        }
+    }
+
+    /// Push `raw` on ring CPU1→CPU0 as CPU1, with whatever bytes it holds.
+    /// Detaches the client (until [`reboot_cpu1`](Self::reboot_cpu1)).
+    ///
+    /// # Errors
+    ///
+    /// The ring's: full, or CPU0's tail corrupt.
+    pub fn cpu1_push(&mut self, raw: Message) -> Result<(), RingError> {
+        self.raw_cpu1().0.push(raw)
+    }
+
+    /// Pop the next message of ring CPU0→CPU1 as a raw CPU1. Detaches the
+    /// client (until [`reboot_cpu1`](Self::reboot_cpu1)).
+    ///
+    /// # Errors
+    ///
+    /// The ring's: CPU0's head corrupt (the consumer resynchronised).
+    pub fn cpu1_pop(&mut self) -> Result<Option<Message>, RingError> {
+        self.raw_cpu1().1.pop()
+    }
+
+    /// Push `raw` on ring CPU0→CPU1 through CPU0's own producer: a buggy
+    /// CPU0's reply.
+    ///
+    /// # Errors
+    ///
+    /// The ring's: full, or CPU1's tail corrupt.
+    pub fn cpu0_push(&mut self, raw: Message) -> Result<(), RingError> {
+        let cpu0 = self.cpu0.cpu0.borrow();
+        let pushed = cpu0.port.producer.borrow_mut().push(raw);
+        pushed
+    }
+
+    /// The exchange slots CPU0 holds (what its `STATUS_RESP` reports).
+    pub fn held_slots(&self) -> u32 {
+        self.cpu0.cpu0.borrow().ledger.mask()
+    }
+
+    /// CPU0's counters: the intake's and the serving layer's, merged.
+    pub fn cpu0_stats(&self) -> ServeStats {
+        let cpu0 = self.cpu0.cpu0.borrow();
+        cpu0.intake.stats().merged(&cpu0.server.stats())
+    }
+
+    /// Write `bytes` at `offset` of the region, as a misbehaving core
+    /// would, clipped to the region (to its last whole word). Bytes in the tensor area of a slot
+    /// CPU0 holds are skipped (see the [module docs](self)). Returns the
+    /// bytes written.
+    pub fn write_shared(&self, offset: usize, bytes: &[u8]) -> usize {
+        let held = self.held_slots();
+        let tensors = |k: usize| {
+            let exchange = self.region.exchange(k)?;
+            let start = exchange.offset() + EXCHANGE_HEADER_SIZE;
+            Some(start..start + exchange.input_capacity() + exchange.output_capacity())
+        };
+        let borrowed: Vec<_> = (0..self.region.slot_count())
+            .filter(|&k| held & (1 << k) != 0)
+            .filter_map(tensors)
+            .collect();
+        let mut written = 0;
+        for (k, &byte) in bytes.iter().enumerate() {
+            let Some(at) = offset
+                .checked_add(k)
+                .filter(|&at| (at & !3) + 4 <= self.region.size())
+            else {
+                break;
+            };
+            if borrowed.iter().any(|r| r.contains(&at)) {
+                continue;
+            }
+            let word = at & !3;
+            // SAFETY: `word + 4 <= size` (filtered above) and the base is
+            // 16-aligned, so the word lies in the buffer borrowed for 'r
+            // and is 4-aligned. Every
+            // access this crate and the ring crate make to these bytes is an
+            // atomic word access or a volatile copy of a ring slot, none
+            // through a live reference (tensor bytes under a borrow were
+            // skipped above), and all on this thread.
+            let shared = unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(word).cast()) };
+            let mut bytes_of = shared.load(Ordering::Relaxed).to_ne_bytes();
+            bytes_of[at % 4] = byte;
+            shared.store(u32::from_ne_bytes(bytes_of), Ordering::Relaxed);
+            written += 1;
+        }
+        written
+    }
+
+    /// Read `out.len()` bytes from `offset` of the region (clipped to it),
+    /// a word at a time as the cores do. Returns the bytes read.
+    pub fn read_shared(&self, offset: usize, out: &mut [u8]) -> usize {
+        let mut read = 0;
+        for (k, byte) in out.iter_mut().enumerate() {
+            let Some(at) = offset
+                .checked_add(k)
+                .filter(|&at| (at & !3) + 4 <= self.region.size())
+            else {
+                break;
+            };
+            // SAFETY: as in `write_shared`: an aligned word inside the
+            // region, only ever accessed atomically or by volatile copies.
+            let shared = unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(at & !3).cast()) };
+            *byte = shared.load(Ordering::Relaxed).to_ne_bytes()[at % 4];
+            read += 1;
+        }
+        read
+    }
+
+    /// Run `model` on `input` through CPU1's client (the smallest free slot
+    /// that fits, [`Wait::Poll`]), letting CPU0 run on CPU1's clock while
+    /// the call waits; copy the output into `output` and return its length.
+    /// Bounded: at most [`RESERVE_STEPS`] steps waiting for a slot, and
+    /// [`CALL_TIMEOUT_MS`] of simulated time for the reply.
+    ///
+    /// # Errors
+    ///
+    /// [`LoopbackError::Detached`] without a client;
+    /// [`LoopbackError::Client`] with the client's error.
+    pub fn infer(
+        &mut self,
+        model: ModelHandle,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<usize, LoopbackError> {
+        let Cpu1::Client(client) = &self.cpu1 else {
+            return Err(LoopbackError::Detached);
+        };
+        let mut session = reserve(client, &self.cpu0, input.len())?;
+        let staged = session
+            .infer_input()
+            .get_mut(..input.len())
+            .ok_or(ClientError::InvalidArgument)?;
+        staged.copy_from_slice(input);
+        let result = on_cpu1_clock(&self.cpu0, || {
+            session.infer_with(
+                model,
+                input.len(),
+                output,
+                Priority::Normal,
+                Wait::Poll,
+                Timeout::Millis(CALL_TIMEOUT_MS),
+            )
+        });
+        Ok(result?)
+    }
+}
+
+/// A session on the smallest free slot holding `input_len` bytes, stepping
+/// both cores while none is free, at most [`RESERVE_STEPS`] times.
+fn reserve<'c, 'r>(
+    client: &'c LoopbackClient<'r>,
+    cpu0: &Cpu0Cell<'r>,
+    input_len: usize,
+) -> Result<LoopbackSession<'c, 'r>, ClientError> {
+    let mut steps = 0;
+    loop {
+        match client.reserve(input_len, Timeout::NoWait) {
+            Err(ClientError::Busy) if steps < RESERVE_STEPS => {
+                steps += 1;
+                cpu0.cpu0.borrow_mut().step();
+                client.dispatch();
+            }
+            result => return result,
+        }
+    }
+}
+
+/// A session of the loopback's client.
+pub type LoopbackSession<'c, 'r> = crate::Session<
+    'c,
+    'r,
+    RING,
+    NoDoorbell,
+    StepSemaphore,
+    Cpu1Clock<'r>,
+    Mutex<Sender<'r, RING, NoDoorbell>>,
+    Mutex<Consumer<'r, RING>>,
+>;
+
+/// Run `call` with CPU0 stepping on every reading of CPU1's clock.
+fn on_cpu1_clock<R>(cpu0: &Cpu0Cell<'_>, call: impl FnOnce() -> R) -> R {
+    cpu0.runs_on_cpu1_clock.set(true);
+    let result = call();
+    cpu0.runs_on_cpu1_clock.set(false);
+    result
+}
+
+/// A heap buffer for [`Loopback::new`]: [`REGION_SIZE`] zeroed bytes,
+/// 64-byte aligned (as the platforms' shared windows are).
+pub struct RegionBuffer {
+    blocks: Box<[Block]>,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Block([u8; 64]);
+
+impl RegionBuffer {
+    /// [`REGION_SIZE`] bytes, zeroed.
+    pub fn new() -> Self {
+        RegionBuffer {
+            blocks: vec![Block([0; 64]); REGION_SIZE.div_ceil(64)].into_boxed_slice(),
+        }
+    }
+
+    /// The bytes: exactly [`REGION_SIZE`] of them, 64-byte aligned.
+    pub fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `Block` is 64 plain bytes with no padding, so the blocks
+        // are `64 * len >= REGION_SIZE` initialised bytes, borrowed mutably
+        // through `self` for the slice's life.
+        unsafe {
+            core::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast::<u8>(), REGION_SIZE)
+        }
+    }
+}
+
+impl Default for RegionBuffer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_trip_gives_the_stub_npus_output() {
+        let mut buffer = RegionBuffer::new();
+        let mut cores = Loopback::new(buffer.bytes()).expect("loopback");
+        for (model, spec) in [(cores.kws(), KWS), (cores.face(), FACE)] {
+            let input: Vec<u8> = (0..spec.input_len()).map(|i| (i * 7 + 3) as u8).collect();
+            let mut output = vec![0u8; spec.output];
+            let len = cores.infer(model, &input, &mut output).expect("infer");
+            assert_eq!(len, spec.output);
+            assert_eq!(output, cores.expected_output(model, &input));
+        }
+        let stats = cores.cpu0_stats();
+        assert_eq!((stats.served, stats.errors), (2, 0));
+        assert_eq!(cores.held_slots(), 0);
+    }
+
+    fn kws_input(seq: u8) -> Vec<u8> {
+        (0..KWS.input_len()).map(|i| (i as u8) ^ seq).collect()
+    }
+
+    #[test]
+    fn a_rebooted_cpu1_serves_again_on_the_live_rings() {
+        let mut buffer = RegionBuffer::new();
+        let mut cores = Loopback::new(buffer.bytes()).expect("loopback");
+        let kws = cores.kws();
+        let mut output = [0u8; 12];
+        for seq in 0..3 {
+            cores.reboot_cpu1().expect("attach");
+            let input = kws_input(seq);
+            assert_eq!(cores.infer(kws, &input, &mut output), Ok(12));
+            assert_eq!(output.to_vec(), cores.expected_output(kws, &input));
+        }
+        // The first life presumed nothing; later ones presumed every slot
+        // held until CPU0's status freed them.
+        assert!(cores.cpu0_stats().status >= 2);
+    }
+
+    #[test]
+    fn a_raw_cpu1_is_answered_and_detaches_the_client() {
+        let mut buffer = RegionBuffer::new();
+        let mut cores = Loopback::new(buffer.bytes()).expect("loopback");
+        let garbage = Message {
+            msg_id: 9,
+            msg_type: 0xEE,
+            ..Message::default()
+        };
+        let status = Message {
+            msg_id: 10,
+            msg_type: synaptic_abi::MSG_TYPE_STATUS_REQ,
+            priority: Priority::Normal as u8,
+            ..Message::default()
+        };
+        cores.cpu1_push(garbage).expect("push");
+        cores.cpu1_push(status).expect("push");
+        assert!(cores.client().is_none());
+        assert_eq!(cores.step(), 2);
+        let reply = cores.cpu1_pop().expect("pop").expect("a status reply");
+        assert_eq!((reply.msg_id, reply.status), (10, 0));
+        assert_eq!(cores.cpu1_pop(), Ok(None), "garbage gets no reply");
+        let kws = cores.kws();
+        assert_eq!(
+            cores.infer(kws, &kws_input(0), &mut [0; 12]),
+            Err(LoopbackError::Detached)
+        );
+        cores.reboot_cpu1().expect("attach");
+        assert_eq!(cores.infer(kws, &kws_input(0), &mut [0; 12]), Ok(12));
+    }
+
+    #[test]
+    fn a_silent_cpu0_bounds_the_wait_and_a_smashed_control_block_refuses_attach() {
+        let mut buffer = RegionBuffer::new();
+        let mut cores = Loopback::new(buffer.bytes()).expect("loopback");
+        let kws = cores.kws();
+        let start = cores.time().now_us();
+        // CPU0 never runs: the client gives up after its simulated timeout.
+        let client = cores.client().expect("client");
+        let mut session = client
+            .reserve(KWS.input_len(), Timeout::NoWait)
+            .expect("slot");
+        session.infer_input()[..KWS.input_len()].copy_from_slice(&kws_input(1));
+        let result = session.infer_with(
+            kws,
+            KWS.input_len(),
+            &mut [0; 12],
+            Priority::Normal,
+            Wait::Poll,
+            Timeout::Millis(1),
+        );
+        assert_eq!(result, Err(ClientError::TimedOut));
+        assert!(cores.time().now_us() - start >= 1000);
+        // The late reply frees the slot; the next inference works.
+        cores.step();
+        assert_eq!(cores.infer(kws, &kws_input(2), &mut [0; 12]), Ok(12));
+        // A smashed magic word: CPU1's attach refuses the region.
+        assert_eq!(cores.write_shared(0, &[0xFF; 4]), 4);
+        assert!(matches!(
+            cores.reboot_cpu1(),
+            Err(LoopbackError::Attach(AttachError::Region(_)))
+        ));
+        assert!(cores.client().is_none());
+    }
+}
