@@ -6,8 +6,7 @@
 #
 # seconds        time per target (default 60)
 # --no-liveness  build request_path without its liveness check (feature
-#                `liveness`): use while CPU0 does not yet republish the
-#                control-block words it owns (rust/fuzz/artifacts-known/)
+#                `liveness`), to fuzz the request path alone
 # --target NAME  run only these targets
 #
 # Runs work on a scratch copy of each corpus, so the repository stays

@@ -132,10 +132,9 @@ tier_host() {
     cargo_tests "100,000-serve soak in the two-core simulator (release)" \
         cargo test --release -p synaptic-sim --test soak -- --ignored
     # Every fuzz target for 18 s from its committed corpus (about 4 minutes
-    # with a clean build on 2 cores); any crash fails.
-    # request_path's liveness check stays off until CPU0 republishes the
-    # control-block words a hostile CPU1 can clobber (rust/fuzz/artifacts-known/).
-    check "fuzz: every target 18 s (scripts/fuzz.sh)" "$root/scripts/fuzz.sh" 18 --no-liveness
+    # with a clean build on 2 cores), request_path with its liveness phase;
+    # any crash fails.
+    check "fuzz: every target 18 s (scripts/fuzz.sh)" "$root/scripts/fuzz.sh" 18
     # Benchmarks print numbers; nothing asserts on time.
     check "ring benchmark (ns per message, ours vs heapless vs rtrb)" \
         cargo run --quiet --release -p synaptic-ring --example ring_bench

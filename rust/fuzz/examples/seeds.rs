@@ -1,6 +1,8 @@
-//! Writes the committed seed corpus (`corpus/<target>/`) and the known
-//! open reproducers (`artifacts-known/`): a handful of meaningful inputs
-//! per target, built with the encoders the targets decode with.
+//! Writes the committed seed corpus (`corpus/<target>/`): a handful of
+//! meaningful inputs per target, built with the encoders the targets
+//! decode with, and request_path's regression inputs (`regression-*`:
+//! inputs that once failed its liveness phase). The libFuzzer-found
+//! `regression-colliding-reply-id` is kept as found, not rewritten here.
 //!
 //! ```text
 //! cd rust/fuzz && cargo run --example seeds
@@ -30,7 +32,7 @@ fn main() {
     exchange_header(&corpus.join("exchange_header"));
     client_replies(&corpus.join("client_replies"));
     capi(&corpus.join("capi"));
-    known(&root.join("artifacts-known"));
+    regressions(&root.join("corpus").join("request_path"));
 }
 
 fn request_path(dir: &Path) {
@@ -284,13 +286,13 @@ fn capi(dir: &Path) {
 /// elsewhere): each is a single write of one control-block word. (A bogus
 /// CPU0 ring index, by contrast, costs a resynchronisation and a lost
 /// message; the liveness check's retries absorb it.)
-fn known(dir: &Path) {
-    // The control block's magic: CPU1's attach is refused for ever.
+fn regressions(dir: &Path) {
+    // The control block's magic: refused for ever before CPU0 repaired it.
     let mut magic = Vec::new();
     rp::write(&mut magic, 0, &[0xFF; 4]);
-    write(dir, "request_path-control-magic", &magic);
-    // `cpu0_ready` (word 4) cleared: CPU1 waits for a CPU0 that is up.
+    write(dir, "regression-control-magic", &magic);
+    // `cpu0_ready` (word 4) cleared: CPU1 waited for a CPU0 that is up.
     let mut ready = Vec::new();
     rp::write(&mut ready, 16, &[0; 4]);
-    write(dir, "request_path-control-cpu0-ready", &ready);
+    write(dir, "regression-control-cpu0-ready", &ready);
 }

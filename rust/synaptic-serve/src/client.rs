@@ -857,10 +857,20 @@ where
     }
 
     fn on_slot_reply(&self, msg: &ValidMessage) {
+        // A reply that names a slot (CPU0 took the slot: an answer or a
+        // runtime error) matches only that slot's waiter, so a reply to a
+        // request a previous life sent with a colliding id (a buggy life
+        // numbers its own) cannot hand this caller another slot's output.
+        // A refusal names none and matches by id alone.
+        let named = self
+            .region
+            .slot_at(msg.payload_offset as usize)
+            .filter(|&k| k < self.region.slot_count());
         let count = self.region.slot_count();
         let matched = (0..count).find(|&k| {
             let s = &self.slots[k];
-            matches!(s.state(), state::SENT | state::ABANDONED)
+            named.is_none_or(|n| n == k)
+                && matches!(s.state(), state::SENT | state::ABANDONED)
                 && s.id.load(Ordering::Relaxed) == msg.msg_id
         });
         if let Some(k) = matched {

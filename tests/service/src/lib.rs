@@ -219,7 +219,7 @@ fn run() -> Verdict {
     );
     let shell_answered = shell_in_flood == Some(true);
     printkln!(
-        "service test: flood: {} status requests pushed, {} refused (ring full) in {} ms; an inference during it {}; CPU0's shell {} during it; floods weathered {}",
+        "service test: flood: {} status requests pushed, {} refused (ring full) in {} ms; an inference started during it {}; CPU0's shell {} during it; floods weathered {}",
         w(Word::FloodPushed),
         w(Word::FloodRefused),
         p::FLOOD_MS,

@@ -165,13 +165,16 @@ fn soak_worker(client: &'static ZephyrClient, models: [Model; 2], first: u32) {
 /// The inference made while the main thread floods.
 #[zephyr::thread(stack_size = 1536)]
 fn flood_serve(client: &'static ZephyrClient, model: Model, report: Report) {
-    // Its own core's flood fills the ring: a refused send is retried (within
-    // two seconds), an answer must be correct.
+    // Its own core's flood fills both rings: a refused send, or a reply
+    // CPU0 could not push, is retried (within two seconds); an answer must
+    // be correct.
     let start = zephyr::time::now();
     let patience = zephyr::time::Duration::millis_at_least(2_000);
     let served = loop {
         match serve(client, model, 77, false, false, TIMEOUT) {
-            Err(ClientError::Ipc(_)) if zephyr::time::now() - start < patience => {
+            Err(ClientError::Ipc(_) | ClientError::TimedOut)
+                if zephyr::time::now() - start < patience =>
+            {
                 // SAFETY: a plain kernel call from thread context.
                 unsafe { zephyr::raw::k_yield() };
             }
@@ -209,8 +212,13 @@ fn flood(client: &'static ZephyrClient, report: &Report, model: Model) {
     }
     report.set(Word::FloodPushed, pushed);
     report.set(Word::FloodRefused, refused);
-    // The inference's answer may still be on its way.
-    zephyr::time::sleep(zephyr::time::Duration::millis_at_least(100));
+    // The inference may still be retrying or waiting for its answer.
+    for _ in 0..300 {
+        if report.get(Word::FloodServe) != 0 {
+            break;
+        }
+        zephyr::time::sleep(zephyr::time::Duration::millis_at_least(10));
+    }
     report.set(Word::Flooding, 0);
 }
 
