@@ -894,7 +894,9 @@ mod tests {
             boot::attach(&cores.region),
             Err(AttachError::Region(_))
         ));
-        cores.reboot_cpu1().expect("attached once CPU0 repaired the block");
+        cores
+            .reboot_cpu1()
+            .expect("attached once CPU0 repaired the block");
         assert_eq!(cores.infer(kws, &kws_input(3), &mut [0; 12]), Ok(12));
         assert!(cores.cpu0_stats().repairs >= 1);
     }

@@ -87,5 +87,8 @@ fn a_flooding_cpu1_does_not_hold_cpu0() {
         largest_batch as usize <= RING,
         "one ring's worth per doorbell"
     );
-    assert!(local_done.is_some(), "the serving thread ran during the flood");
+    assert!(
+        local_done.is_some(),
+        "the serving thread ran during the flood"
+    );
 }
