@@ -411,15 +411,9 @@ impl<'a, const N: usize> Producer<'a, N> {
     /// wrote it); returns whether it did (counted in
     /// [`repair_count`](Self::repair_count)).
     pub fn repair(&mut self) -> bool {
-        // Ordering: our own word; Relaxed shows what the peer may have left.
-        if self.ring.head.load(Ordering::Relaxed) == self.head {
-            return false;
-        }
-        // Ordering: pairs with the consumer's Acquire load of head: every
+        // Release pairs with the consumer's Acquire load of head: every
         // slot below our head was published before (by earlier Releases).
-        self.ring.head.store(self.head, Ordering::Release);
-        self.repairs = self.repairs.wrapping_add(1);
-        true
+        restore(&self.ring.head, self.head, &mut self.repairs)
     }
 
     /// Corrupt tails seen (and attach-time repairs) so far.
@@ -436,6 +430,18 @@ impl<'a, const N: usize> Producer<'a, N> {
     pub fn head(&self) -> u32 {
         self.head
     }
+}
+
+/// Make `word`, a handle's own index, read `own` again if a peer changed
+/// it (stored with Release, counted in `repairs`); returns whether it did.
+fn restore(word: &AtomicU32, own: u32, repairs: &mut u32) -> bool {
+    // Ordering: our own word; Relaxed shows what the peer may have left.
+    if word.load(Ordering::Relaxed) == own {
+        return false;
+    }
+    word.store(own, Ordering::Release);
+    *repairs = repairs.wrapping_add(1);
+    true
 }
 
 /// The reading end of a ring: `Send`, not `Sync`, one per ring.
@@ -568,15 +574,9 @@ impl<'a, const N: usize> Consumer<'a, N> {
     /// wrote it); returns whether it did (counted in
     /// [`repair_count`](Self::repair_count)).
     pub fn repair(&mut self) -> bool {
-        // Ordering: our own word; Relaxed shows what the peer may have left.
-        if self.ring.tail.load(Ordering::Relaxed) == self.tail {
-            return false;
-        }
-        // Ordering: pairs with the producer's Acquire load of tail: our
-        // reads of every slot below it are done.
-        self.ring.tail.store(self.tail, Ordering::Release);
-        self.repairs = self.repairs.wrapping_add(1);
-        true
+        // Release pairs with the producer's Acquire load of tail: our reads
+        // of every slot below it are done.
+        restore(&self.ring.tail, self.tail, &mut self.repairs)
     }
 
     /// Corrupt heads seen (each one a resynchronisation) so far.
