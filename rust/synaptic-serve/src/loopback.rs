@@ -253,6 +253,10 @@ impl Clock for Cpu1Clock<'_> {
     }
 }
 
+/// CPU1's locks around its two ring handles.
+type Cpu1SenderLock<'r> = Mutex<Sender<'r, RING, NoDoorbell>>;
+type Cpu1ReceiverLock<'r> = Mutex<Consumer<'r, RING>>;
+
 /// CPU1's client as the loopback builds it.
 pub type LoopbackClient<'r> = Client<
     'r,
@@ -260,8 +264,8 @@ pub type LoopbackClient<'r> = Client<
     NoDoorbell,
     StepSemaphore,
     Cpu1Clock<'r>,
-    Mutex<Sender<'r, RING, NoDoorbell>>,
-    Mutex<Consumer<'r, RING>>,
+    Cpu1SenderLock<'r>,
+    Cpu1ReceiverLock<'r>,
 >;
 
 /// The stub NPU, large enough for [`FACE`]'s input.
@@ -743,8 +747,8 @@ pub type LoopbackSession<'c, 'r> = crate::Session<
     NoDoorbell,
     StepSemaphore,
     Cpu1Clock<'r>,
-    Mutex<Sender<'r, RING, NoDoorbell>>,
-    Mutex<Consumer<'r, RING>>,
+    Cpu1SenderLock<'r>,
+    Cpu1ReceiverLock<'r>,
 >;
 
 /// Run `call` with CPU0 stepping on every reading of CPU1's clock.
