@@ -122,6 +122,15 @@ impl LoopbackModel {
     pub fn input_len(&self) -> usize {
         self.input.iter().map(|&d| d as usize).product()
     }
+
+    /// The registry description.
+    ///
+    /// # Panics
+    ///
+    /// Never for the shapes of [`KWS`] and [`FACE`].
+    pub fn desc(&self) -> ModelDesc<'static> {
+        ModelDesc::int8(self.name, self.input, self.output).expect("a valid shape")
+    }
 }
 
 /// A 49x10 int8 keyword-spotting model, 12 classes out: fits a small slot.
@@ -388,8 +397,7 @@ impl<'r> Loopback<'r> {
         let mut server = Server::new(&region);
         let mut handles = [ModelHandle::from_raw(0); 2];
         for (handle, model) in handles.iter_mut().zip([KWS, FACE]) {
-            let desc =
-                ModelDesc::int8(model.name, model.input, model.output).expect("a valid shape");
+            let desc = model.desc();
             *handle = registry
                 .register(&desc)
                 .map_err(|e| LoopbackError::Serve(ServeError::Registry(e)))?;

@@ -6,51 +6,14 @@
 //! fill is cheap enough for a debug-build soak.
 
 use synaptic_runtime::npu::{stub_output, test_input};
-use synaptic_runtime::registry::{ModelDesc, ModelHandle};
+use synaptic_runtime::registry::ModelHandle;
 
 /// Seed of the simulated stub NPU.
 pub const SEED: u32 = 0x5359_4E33;
 
-/// A model the simulated CPU0 registers and exports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SimModel {
-    /// Registry name.
-    pub name: &'static str,
-    /// Input shape (int8).
-    pub input: &'static [u32],
-    /// Output elements (int8).
-    pub output: usize,
-}
-
-/// A 96x96x3 int8 face model: the largest tensor the slot takes.
-pub const FACE: SimModel = SimModel {
-    name: "face",
-    input: &[96, 96, 3],
-    output: 16,
-};
-
-/// A 49x10 int8 keyword-spotting model (MFCC frames in, 12 classes out).
-pub const KWS: SimModel = SimModel {
-    name: "kws",
-    input: &[49, 10],
-    output: 12,
-};
-
-impl SimModel {
-    /// Input bytes.
-    pub fn input_len(&self) -> usize {
-        self.input.iter().map(|&d| d as usize).product()
-    }
-
-    /// The registry description.
-    ///
-    /// # Panics
-    ///
-    /// Never for the shapes above.
-    pub fn desc(&self) -> ModelDesc<'static> {
-        ModelDesc::int8(self.name, self.input, self.output).expect("shape")
-    }
-}
+/// A model the simulated CPU0 registers and exports: the host entry
+/// point's ([`synaptic_serve::loopback`]), so both stand up the same two.
+pub use synaptic_serve::loopback::{LoopbackModel as SimModel, FACE, KWS};
 
 /// Fill `input` with the deterministic tensor of request `seq`
 /// (`synaptic_runtime::npu::test_input`).
