@@ -274,6 +274,18 @@ enum State {
     Finished(Result<(u8, TensorMeta), JobError>),
 }
 
+impl State {
+    /// Whether a step of the job may start.
+    fn runnable(&self) -> bool {
+        matches!(self, State::Queued | State::Running { .. })
+    }
+
+    /// Whether the job is unfinished.
+    fn active(&self) -> bool {
+        self.runnable() || matches!(self, State::OnDevice { .. })
+    }
+}
+
 /// The buffer index of a finished job's output in the caller's buffer
 /// ([`Scheduler::submit_into`]; 0 and 1 are the work buffer's halves).
 const EXTERNAL: u8 = 2;
@@ -323,6 +335,11 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     overlap: bool,
     /// The job whose model step is on the device (overlap mode).
     on_device: Option<usize>,
+    /// Jobs queued or running (a step may start), and those plus the
+    /// job on the device: kept by [`Scheduler::set_state`], so that an
+    /// idle turn neither scans the slots nor counts them.
+    runnable: usize,
+    active: usize,
 }
 
 impl<'a, const J: usize> Scheduler<'a, J> {
@@ -350,7 +367,29 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             current: None,
             overlap: false,
             on_device: None,
+            runnable: 0,
+            active: 0,
         }
+    }
+
+    /// Job `i` moves to `state`; the counts follow. Inlined, so that the
+    /// state is built in its slot rather than copied there.
+    #[inline(always)]
+    fn set_state(&mut self, i: usize, state: State) {
+        let slot = &mut self.slots[i];
+        let (was_runnable, was_active) = (slot.state.runnable(), slot.state.active());
+        slot.state = state;
+        let (runnable, active) = (slot.state.runnable(), slot.state.active());
+        self.runnable = self.runnable + usize::from(runnable) - usize::from(was_runnable);
+        self.active = self.active + usize::from(active) - usize::from(was_active);
+        debug_assert_eq!(
+            (self.runnable, self.active),
+            self.slots.iter().fold((0, 0), |(r, a), s| (
+                r + usize::from(s.state.runnable()),
+                a + usize::from(s.state.active())
+            )),
+            "the counts agree with the slots"
+        );
     }
 
     /// Run model steps asynchronously (`invoke_async`) so that CPU work,
@@ -437,8 +476,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             .ok_or(SchedError::Full)?;
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.set_state(index, State::Queued);
         let slot = &mut self.slots[index];
-        slot.state = State::Queued;
         slot.request = Some(request);
         slot.output = output;
         slot.seq = seq;
@@ -494,8 +533,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             // The device finishes on its own; its result is dropped.
             self.on_device = None;
         }
+        self.set_state(i, State::Free);
         let slot = &mut self.slots[i];
-        slot.state = State::Free;
         slot.request = None;
         slot.output = None;
         slot.generation = match slot.generation.wrapping_add(1) {
@@ -544,11 +583,11 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 p.record(slot.profile);
             }
         }
-        slot.state = State::Finished(result);
+        self.set_state(i, State::Finished(result));
         if self.current == Some(i) {
             self.current = None;
         }
-        let callback = slot.request.as_ref().and_then(|r| r.callback);
+        let callback = self.slots[i].request.as_ref().and_then(|r| r.callback);
         if let Some((f, context)) = callback {
             let id = self.id_of(i);
             match result {
@@ -571,6 +610,10 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     }
 
     fn pick(&self) -> Option<usize> {
+        // Only a queued or running job can be picked.
+        if self.runnable == 0 {
+            return None;
+        }
         if let Some(i) = self.current {
             let holds = self.slots[i]
                 .request
@@ -723,14 +766,17 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             let begun = input.and_then(|input| start_model(handle, &input, output.len(), env));
             return match begun {
                 Ok(out_meta) => {
-                    self.slots[i].state = State::OnDevice {
-                        next,
-                        current,
-                        meta,
-                        out_meta,
-                        last,
-                        started_us: started,
-                    };
+                    self.set_state(
+                        i,
+                        State::OnDevice {
+                            next,
+                            current,
+                            meta,
+                            out_meta,
+                            last,
+                            started_us: started,
+                        },
+                    );
                     self.on_device = Some(i);
                     Some(done(false))
                 }
@@ -870,11 +916,14 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     self.finish(i, Ok((into, out_meta)), env);
                     done(true)
                 } else {
-                    self.slots[i].state = State::Running {
-                        next: next + 1,
-                        current: Some(into),
-                        meta: out_meta,
-                    };
+                    self.set_state(
+                        i,
+                        State::Running {
+                            next: next + 1,
+                            current: Some(into),
+                            meta: out_meta,
+                        },
+                    );
                     done(false)
                 }
             }
@@ -1067,15 +1116,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
 
     /// Jobs queued or running.
     pub fn pending(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.state,
-                    State::Queued | State::Running { .. } | State::OnDevice { .. }
-                )
-            })
-            .count()
+        self.active
     }
 }
 

@@ -338,6 +338,9 @@ struct InFlight {
 /// the exported models.
 pub struct Server<'a, const N: usize, const E: usize = DEFAULT_EXPORTS> {
     region: SharedRegion<'a, N>,
+    /// Every slot's view, made once: the request path names a slot two or
+    /// three times per inference.
+    exchanges: [Option<Exchange<'a>>; MAX_EXCHANGE_SLOTS],
     pool: Range<usize>,
     exports: Vec<Export, E>,
     in_flight: [Option<InFlight>; MAX_EXCHANGE_SLOTS],
@@ -353,6 +356,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         const { assert!(E <= synaptic_abi::SERVICE_TIME_ENTRIES) };
         Server {
             region: *region,
+            exchanges: core::array::from_fn(|k| region.exchange(k)),
             pool: region.payload_pool(),
             exports: Vec::new(),
             in_flight: [None; MAX_EXCHANGE_SLOTS],
@@ -632,7 +636,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     /// `reply` naming slot `slot` with `len` payload bytes (its output).
     fn slot_reply(&self, reply: ValidMessage, slot: usize, len: u16) -> ValidMessage {
-        let offset = self.region.slot_offset(slot).unwrap_or(0);
+        let offset = self.exchange(slot).map_or(0, |e| e.offset());
         ValidMessage {
             payload_offset: offset as u32,
             payload_len: len,
@@ -653,13 +657,16 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         Ok(())
     }
 
+    /// Slot `slot`'s view (`None` beyond the geometry).
+    fn exchange(&self, slot: usize) -> Option<Exchange<'a>> {
+        self.exchanges.get(slot).copied().flatten()
+    }
+
     /// Slot `slot`, which `msg` names.
     fn slot_exchange(&self, msg: &ValidMessage, slot: usize) -> Result<Exchange<'a>, ServeError> {
-        self.region
-            .exchange(slot)
-            .ok_or(ServeError::NotExchangeSlot {
-                offset: msg.payload_offset,
-            })
+        self.exchange(slot).ok_or(ServeError::NotExchangeSlot {
+            offset: msg.payload_offset,
+        })
     }
 
     /// Validate an `INFER_REQ` on slot `slot` and submit its job.
@@ -798,7 +805,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         C: Clock,
     {
         let flight = self.in_flight[slot]?;
-        let exchange = self.region.exchange(slot)?;
+        let exchange = self.exchange(slot)?;
         // The output is in the slot already; reclaiming the job ends the
         // scheduler's hold on it. An id error: reclaimed behind our back
         // (cancelled), so the slot is free again.
@@ -956,7 +963,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         };
         if let Some(slot) = slot {
             if to.message.msg_type == MessageType::InferResp {
-                if let Some(exchange) = self.region.exchange(slot) {
+                if let Some(exchange) = self.exchange(slot) {
                     exchange.set_result(0, status);
                 }
             }
