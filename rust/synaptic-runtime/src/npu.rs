@@ -382,8 +382,10 @@ pub struct StubNpu<T, const IN: usize = DEFAULT_STUB_INPUT, const OUT: usize = D
 }
 
 impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
-    /// A stub in state `Off`, latency 0, no fault injection.
-    pub fn new(time: T, seed: u32) -> Self {
+    /// A stub in state `Off`, latency 0, no fault injection. `const`, so a
+    /// firmware can keep the device buffers in a static instead of on a
+    /// thread's stack.
+    pub const fn new(time: T, seed: u32) -> Self {
         StubNpu {
             time,
             seed,
@@ -400,6 +402,11 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             invokes: 0,
             pending: None,
         }
+    }
+
+    /// Sets the seed of the output function (see the module docs).
+    pub fn set_seed(&mut self, seed: u32) {
+        self.seed = seed;
     }
 
     /// Null mode: no work on the data (no input copy, no hash, no output

@@ -25,8 +25,9 @@
 //!
 //! Both push replies through one sender behind an [`IsrLock`].
 //!
-//! The runtime lives on the serving thread's stack and in two static
-//! buffers; nothing else touches it. [`start`] runs once per boot.
+//! The runtime lives on the serving thread's stack and in three statics
+//! (the stub NPU, the work buffer, the arena); nothing else touches it.
+//! [`start`] runs once per boot.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -121,9 +122,8 @@ extern "C" fn on_idle_timer(_timer: *mut zephyr::raw::k_timer) {
     }
 }
 
-/// Stack of the serving thread: the runtime lives on it (the stub NPU's
-/// device buffers, 31 KB, are most of it).
-pub const SERVING_STACK: usize = 42 * 1024;
+/// Stack of the serving thread: the runtime but the stub NPU lives on it.
+pub const SERVING_STACK: usize = 12 * 1024;
 
 /// The stub NPU's device buffers: the frame slot's input and output.
 type ServiceNpu = StubNpu<ZephyrClock, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE>;
@@ -140,6 +140,10 @@ static SERVING_UP: KernelSemaphore = KernelSemaphore::new(0, 1);
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// The stub NPU's latency as last requested ([`set_npu_latency_us`]).
 static NPU_LATENCY_US: AtomicU32 = AtomicU32::new(0);
+/// The stub NPU, in a static: its device buffers (31 KB) on the serving
+/// thread's stack would put the thread's other locals out of reach of a
+/// single stack-relative instruction.
+static NPU: ConstStaticCell<ServiceNpu> = ConstStaticCell::new(StubNpu::new(ZephyrClock, 0));
 static WORK: ConstStaticCell<[u8; WORK_SIZE]> = ConstStaticCell::new([0; WORK_SIZE]);
 static ARENA: ConstStaticCell<[u8; ARENA_SIZE]> = ConstStaticCell::new([0; ARENA_SIZE]);
 /// The region, for readers of the control block (the shell).
@@ -421,7 +425,10 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     let turn_clock = TurnClock::new(clock);
     let mut registry: Registry<MAX_MODELS> = Registry::new();
     let mut pipelines: PipelinePool<MAX_PIPELINES, MAX_STAGES> = PipelinePool::new();
-    let mut npu: ServiceNpu = StubNpu::new(clock, options.npu_seed);
+    let Some(npu) = NPU.try_take() else {
+        return setup_failed("NPU taken");
+    };
+    npu.set_seed(options.npu_seed);
     if npu.init().is_err() {
         return setup_failed("NPU init");
     }
@@ -487,7 +494,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     let mut rt = Runtime {
         scheduler: &mut scheduler,
         registry: &mut registry,
-        npu: &mut npu,
+        npu,
         pipelines: &mut pipelines,
         clock: &turn_clock,
         profiler: Some(&mut profiler),
