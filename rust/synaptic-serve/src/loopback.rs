@@ -37,7 +37,7 @@
 //!
 //! Setups that need threads or the wall clock build from the same pieces:
 //! [`publish`] and [`RegionBuffer`] (the region over a buffer of any size
-//! it fits), [`cpu0_rings`] and [`cpu1_rings`] (each core's ring ends),
+//! it fits), [`ring_ends`] (each core's ends of the two rings),
 //! [`Service`] (CPU0's models, pipelines and stub NPU over any clock) and
 //! [`MutexClient`] (CPU1's client with `Mutex` locks over any doorbell,
 //! semaphore and clock). The simulator (`synaptic-sim`: CPU0 and CPU1 as
@@ -210,7 +210,7 @@ impl From<AttachError> for LoopbackError {
 
 /// Publish the region over all of `buffer`, as CPU0 does at boot, and
 /// return its view. No ring handle exists yet: a setup that plays the
-/// cores itself attaches them ([`cpu0_rings`], [`cpu1_rings`]).
+/// cores itself attaches them ([`ring_ends`]).
 ///
 /// # Errors
 ///
@@ -236,40 +236,28 @@ fn publish_raw(buffer: &mut [u8]) -> Result<(SharedRegion<'_, RING>, NonNull<u8>
     Ok((region, base))
 }
 
-/// CPU0's ends of the rings, at their live indices: the consumer of ring
-/// CPU1→CPU0 and the producer of ring CPU0→CPU1.
+/// A core's ends of the rings, at their live indices: the consumer of ring
+/// `inbound` (what the peer sends it) and the producer of the other ring.
+/// CPU0's inbound ring is [`Direction::Cpu1ToCpu0`], CPU1's
+/// [`Direction::Cpu0ToCpu1`].
 ///
 /// # Safety
 ///
-/// No other consumer of CPU1→CPU0 and no other producer of CPU0→CPU1 may
-/// live while these do ([`Consumer::attach`], [`Producer::attach`]).
-pub unsafe fn cpu0_rings<'r>(
+/// No other consumer of `inbound` and no other producer of the other ring
+/// may live while these do ([`Consumer::attach`], [`Producer::attach`]).
+pub unsafe fn ring_ends<'r>(
     region: &SharedRegion<'r, RING>,
+    inbound: Direction,
 ) -> (Consumer<'r, RING>, Producer<'r, RING>) {
+    let outbound = match inbound {
+        Direction::Cpu0ToCpu1 => Direction::Cpu1ToCpu0,
+        Direction::Cpu1ToCpu0 => Direction::Cpu0ToCpu1,
+    };
     // SAFETY: the caller's promise.
     unsafe {
         (
-            Consumer::attach(region.ring(Direction::Cpu1ToCpu0)),
-            Producer::attach(region.ring(Direction::Cpu0ToCpu1)),
-        )
-    }
-}
-
-/// CPU1's ends of the rings, at their live indices: the producer of ring
-/// CPU1→CPU0 and the consumer of ring CPU0→CPU1.
-///
-/// # Safety
-///
-/// No other producer of CPU1→CPU0 and no other consumer of CPU0→CPU1 may
-/// live while these do ([`Producer::attach`], [`Consumer::attach`]).
-pub unsafe fn cpu1_rings<'r>(
-    region: &SharedRegion<'r, RING>,
-) -> (Producer<'r, RING>, Consumer<'r, RING>) {
-    // SAFETY: the caller's promise.
-    unsafe {
-        (
-            Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
-            Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
+            Consumer::attach(region.ring(inbound)),
+            Producer::attach(region.ring(outbound)),
         )
     }
 }
@@ -598,7 +586,7 @@ impl<'r> Cpu1<'r> {
             *self = Cpu1::Off;
             // SAFETY: CPU1's previous handles (the client's) were dropped
             // just above; CPU0 holds only the other end of each ring.
-            let (producer, consumer) = unsafe { cpu1_rings(region) };
+            let (consumer, producer) = unsafe { ring_ends(region, Direction::Cpu0ToCpu1) };
             *self = Cpu1::Raw(producer, consumer);
         }
         match self {
@@ -664,7 +652,7 @@ impl<'r> Loopback<'r> {
         let (kws, face) = (service.kws, service.face);
         // SAFETY: CPU0's handles: the only consumer of CPU1→CPU0 and the
         // only producer of CPU0→CPU1 for the loopback's life.
-        let (requests, replies) = unsafe { cpu0_rings(&region) };
+        let (requests, replies) = unsafe { ring_ends(&region, Direction::Cpu1ToCpu0) };
         let cpu0 = Cpu0 {
             intake: Intake::new(&region, requests),
             server,
@@ -781,7 +769,7 @@ impl<'r> Loopback<'r> {
         attached?;
         // SAFETY: CPU1's handles: the previous life's were dropped above,
         // and CPU0 holds only the other end of each ring.
-        let (producer, consumer) = unsafe { cpu1_rings(&self.region) };
+        let (consumer, producer) = unsafe { ring_ends(&self.region, Direction::Cpu0ToCpu1) };
         let clock = Cpu1Clock {
             time: self.time.clone(),
             cpu0: Rc::clone(&self.cpu0),

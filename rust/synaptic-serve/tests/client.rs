@@ -10,8 +10,8 @@
 //! thread doing so on each doorbell (and every millisecond).
 //!
 //! The region and each core's ring ends are the host entry point's
-//! (`synaptic_serve::loopback`: [`publish`], [`cpu0_rings`],
-//! [`cpu1_rings`]), but not its stepped cores: these tests need threads,
+//! (`synaptic_serve::loopback`: [`publish`], [`ring_ends`]), but not its
+//! stepped cores: these tests need threads,
 //! the wall clock and a CPU0 that answers late, wrongly or out of order on
 //! purpose.
 
@@ -22,8 +22,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use synaptic_abi::{
-    Errno, MessageType, Priority, ValidMessage, EXCHANGE_INPUT_OFFSET, EXCHANGE_INPUT_SIZE,
-    REQUEST_FLAG_POLLED,
+    Direction, Errno, MessageType, Priority, ValidMessage, EXCHANGE_INPUT_OFFSET,
+    EXCHANGE_INPUT_SIZE, REQUEST_FLAG_POLLED,
 };
 use synaptic_ipc::host::HostSemaphore;
 use synaptic_ipc::{Doorbell, Semaphore, Sender, Timeout};
@@ -33,7 +33,7 @@ use synaptic_runtime::time::Clock;
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::host::MonotonicClock;
 use synaptic_serve::loopback::{
-    cpu0_rings, cpu1_rings, publish, MutexClient, NoDoorbell, RegionBuffer, RING as N, SLOTS,
+    publish, ring_ends, MutexClient, NoDoorbell, RegionBuffer, RING as N, SLOTS,
 };
 use synaptic_serve::protocol::is_after;
 use synaptic_serve::{Client, ClientError, SharedRegion, Wait};
@@ -71,7 +71,7 @@ fn attach_clock<'r, C: Clock>(
     // SAFETY: each test keeps at most one producer of ring CPU1→CPU0 and
     // one consumer of ring CPU0→CPU1 alive on CPU1's side (a restarted
     // client's predecessor is dropped first).
-    let (producer, consumer) = unsafe { cpu1_rings(region) };
+    let (consumer, producer) = unsafe { ring_ends(region, Direction::Cpu0ToCpu1) };
     Client::attach(
         region,
         producer,
@@ -134,7 +134,7 @@ impl<'r, 'b> FakeCpu0<'r, 'b> {
     ) -> Self {
         // SAFETY: each test keeps one consumer of CPU1→CPU0 and one producer
         // of CPU0→CPU1 (CPU0's).
-        let (requests, replies) = unsafe { cpu0_rings(region) };
+        let (requests, replies) = unsafe { ring_ends(region, Direction::Cpu1ToCpu0) };
         FakeCpu0 {
             region: *region,
             requests,

@@ -116,6 +116,20 @@ impl<'r> H<'_, 'r> {
         self.replies.pop().unwrap()
     }
 
+    /// `turns` serving turns that do not wait, and every reply they gave:
+    /// id, type, status.
+    fn serve(&mut self, inbox: &Cpu0Inbox, turns: usize) -> Vec<(u32, u8, i32)> {
+        let mut replies = Vec::new();
+        for _ in 0..turns {
+            self.server
+                .poll(inbox, &mut self.rt, self.port, self.ledger, Timeout::NoWait);
+            while let Some(r) = self.reply() {
+                replies.push((r.msg_id, r.msg_type, r.status));
+            }
+        }
+        replies
+    }
+
     fn exchange(&self, slot: usize) -> synaptic_serve::Exchange<'r> {
         self.region.exchange(slot).expect("a slot of the geometry")
     }
@@ -733,14 +747,7 @@ fn poll_serves_requests_the_intake_forwarded() {
             (2, MSG_TYPE_STATUS_RESP, 1)
         );
         assert_eq!(h.ledger.mask(), 1);
-        let mut replies = Vec::new();
-        for _ in 0..8 {
-            h.server
-                .poll(inbox, &mut h.rt, h.port, h.ledger, Timeout::NoWait);
-            while let Some(r) = h.reply() {
-                replies.push((r.msg_id, r.msg_type, r.status));
-            }
-        }
+        let replies = h.serve(inbox, 8);
         assert_eq!(replies, [(1, MSG_TYPE_INFER_RESP, KWS_OUT as i32)]);
         assert_eq!(h.output(KWS_OUT), h.expected(h.kws, KWS_IN, KWS_OUT));
         assert_eq!(h.ledger.mask(), 0, "released after the reply");
@@ -949,16 +956,8 @@ fn the_intake_answers_status_and_refuses_bad_requests_without_the_serving_layer(
         );
 
         // The serving layer answers the two it was handed, correctly.
-        let mut answered = Vec::new();
-        for _ in 0..8 {
-            h.server
-                .poll(inbox, &mut h.rt, h.port, h.ledger, Timeout::NoWait);
-            while let Some(r) = h.reply() {
-                answered.push((r.msg_id, r.msg_type, r.status));
-            }
-        }
         assert_eq!(
-            answered,
+            h.serve(inbox, 8),
             [
                 (5, MSG_TYPE_MODEL_LOAD, h.kws.raw() as i32),
                 (2, MSG_TYPE_INFER_RESP, FACE_OUT as i32)
@@ -1147,15 +1146,10 @@ fn a_request_sent_the_moment_cpu1_has_the_reply_is_not_refused() {
         // Reply 1, then the status (slot 0 held: by request 2 now). No -EBUSY.
         assert_eq!(seen, [(1, KWS_OUT as i32), (3, 0b0001)]);
         assert_eq!(h.ledger.mask(), 0b0001, "request 2 holds the slot");
-        let mut replies = Vec::new();
-        for _ in 0..4 {
-            h.server
-                .poll(inbox, &mut h.rt, h.port, h.ledger, Timeout::NoWait);
-            while let Some(r) = h.reply() {
-                replies.push((r.msg_id, r.status));
-            }
-        }
-        assert_eq!(replies, [(2, KWS_OUT as i32)]);
+        assert_eq!(
+            h.serve(inbox, 4),
+            [(2, MSG_TYPE_INFER_RESP, KWS_OUT as i32)]
+        );
         let mut expected = vec![0u8; KWS_OUT];
         stub_output(SEED, kws.raw(), &second_input, &mut expected);
         assert_eq!(h.output(KWS_OUT), expected);

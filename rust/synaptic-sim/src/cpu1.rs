@@ -16,14 +16,14 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use synaptic_abi::{Priority, ValidMessage};
+use synaptic_abi::{Direction, Priority, ValidMessage};
 use synaptic_ipc::host::{HostSemaphore, SemaphoreDoorbell};
 use synaptic_ipc::{IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::registry::ModelHandle;
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::host::MonotonicClock;
-use synaptic_serve::loopback::{cpu1_rings, MutexClient};
+use synaptic_serve::loopback::{ring_ends, MutexClient};
 use synaptic_serve::{Client, ClientError, ClientStats, SharedRegion, Wait};
 
 use crate::models::{expected_output, fill_input, SimModel};
@@ -408,7 +408,7 @@ impl<'s> Sim<'s> {
         // life is dropped before it ends (the caller drops them before the
         // guard), so these are the only producer of CPU1→CPU0 and the only
         // consumer of CPU0→CPU1 while they live.
-        let (producer, consumer) = unsafe { cpu1_rings(&region) };
+        let (consumer, producer) = unsafe { ring_ends(&region, Direction::Cpu0ToCpu1) };
         let first_id = synaptic_serve::protocol::first_id_after_restart(producer.head());
         (alive, producer, consumer, first_id)
     }

@@ -50,7 +50,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread;
 
-use synaptic_abi::SlotGeometry;
+use synaptic_abi::{Direction, SlotGeometry};
 use synaptic_ipc::host::HostSemaphore;
 use synaptic_ipc::Inbox;
 use synaptic_serve::loopback::{self, RegionBuffer};
@@ -153,7 +153,7 @@ pub fn run<R>(config: Cpu0Config, body: impl FnOnce(&Sim<'_>) -> R) -> (R, Cpu0R
     let ledger = SlotLedger::new();
     // SAFETY: CPU0's handles: the only consumer of CPU1→CPU0 and the only
     // producer of CPU0→CPU1 for as long as the simulation runs.
-    let (requests, producer) = unsafe { loopback::cpu0_rings(&region) };
+    let (requests, producer) = unsafe { loopback::ring_ends(&region, Direction::Cpu1ToCpu0) };
     let replies = cpu0::Replies::new(producer, Cpu0Doorbell::new(&cpu1_bell, &control));
     let (value, intake, mut report) = thread::scope(|s| {
         let stop = StopOnDrop(|| control.stop(&cpu0_bell));
