@@ -41,12 +41,12 @@
 //! [`Service`] (CPU0's models, pipelines and stub NPU over any clock) and
 //! [`MutexClient`] (CPU1's client with `Mutex` locks over any doorbell,
 //! semaphore and clock). The simulator (`synaptic-sim`: CPU0 and CPU1 as
-//! threads) is built that way, and so are the client's tests
-//! (`tests/client.rs`: concurrent callers and a dispatch thread against a
-//! CPU0 the test plays).
+//! threads) is built from them; the client's tests (`tests/client.rs`:
+//! concurrent callers and a dispatch thread against a CPU0 the test plays)
+//! take their region, ring ends and client type from them.
 //!
-//! Users: the fuzz targets that cross the cores (`rust/fuzz`), the serving
-//! layer's and the client's tests, and the simulator.
+//! Users: four of the six fuzz targets (`rust/fuzz`: all but `ring` and
+//! `capi`), the serving layer's and the client's tests, and the simulator.
 //!
 //! # Time and blocking
 //!
