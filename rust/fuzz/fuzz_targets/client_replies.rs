@@ -46,15 +46,11 @@ fn wait(choice: u8) -> Wait {
 
 fn buggy_cpu0(cores: &mut Loopback<'_>, mut input: Input<'_>) {
     let region = cores.region();
-    for _ in 0..MAX_OPS {
-        let Some(tag) = input.u8() else { return };
-        match tag % TAGS {
+    input.run(MAX_OPS, TAGS, |tag, input| {
+        match tag {
             PUSH_REPLY => {
-                let (Some(id_choice), Some(slot_choice), Some(mut msg)) =
-                    (input.u8(), input.u8(), input.message())
-                else {
-                    return;
-                };
+                let (id_choice, slot_choice) = (input.u8()?, input.u8()?);
+                let mut msg = input.message()?;
                 if id_choice != 0 {
                     // 1: the last request's id, 2: the next one's, 255: the
                     // one before the last, ...
@@ -70,25 +66,18 @@ fn buggy_cpu0(cores: &mut Loopback<'_>, mut input: Input<'_>) {
                 let _ = cores.cpu0_push(msg);
             }
             WRITE_RESULT => {
-                let (Some(slot), Some(output_len), Some(status)) =
-                    (input.u8(), input.u32(), input.u32())
-                else {
-                    return;
-                };
+                let (slot, output_len, status) = (input.u8()?, input.u32()?, input.u32()?);
                 let k = usize::from(slot) % region.slot_count();
                 let offset = region.slot_offset(k).expect("slot");
                 cores.write_shared(offset + 40, &output_len.to_le_bytes());
                 cores.write_shared(offset + 44, &status.to_le_bytes());
             }
             INFER => {
-                let (Some(model), Some(how), Some(timeout)) = (input.u8(), input.u8(), input.u8())
-                else {
-                    return;
-                };
+                let (model, how, timeout) = (input.u8()?, input.u8()?, input.u8()?);
                 infer(cores, model, wait(how), u32::from(timeout % 8));
             }
             PING => {
-                let Some(how) = input.u8() else { return };
+                let how = input.u8()?;
                 let client = cores.client().expect("attached");
                 let _ = client.ping_with(wait(how), Timeout::Millis(1));
             }
@@ -101,7 +90,8 @@ fn buggy_cpu0(cores: &mut Loopback<'_>, mut input: Input<'_>) {
             }
             _ => unreachable!("tag modulo TAGS"),
         }
-    }
+        Some(())
+    });
 }
 
 /// One inference through the client; the result is checked against the

@@ -40,37 +40,23 @@ fuzz_target!(|data: &[u8]| {
 /// Run the fuzzer's program as a hostile CPU1 (and CPU0's steps).
 fn hostile_cpu1(cores: &mut Loopback<'_>, mut input: Input<'_>) {
     let region = cores.region();
-    for _ in 0..MAX_OPS {
-        let Some(tag) = input.u8() else { return };
-        match tag % TAGS {
+    input.run(MAX_OPS, TAGS, |tag, input| {
+        match tag {
             WRITE => {
-                let (Some(offset), Some(len)) = (input.u16(), input.u8()) else {
-                    return;
-                };
-                let Some(bytes) = input.bytes(usize::from(len % 64)) else {
-                    return;
-                };
+                let (offset, len) = (input.u16()?, input.u8()?);
+                let bytes = input.bytes(usize::from(len % 64))?;
                 cores.write_shared(usize::from(offset) % region.size(), bytes);
             }
             WRITE_SLOT => {
-                let (Some(slot), Some(offset), Some(len)) = (input.u8(), input.u8(), input.u8())
-                else {
-                    return;
-                };
-                let Some(bytes) = input.bytes(usize::from(len % 64)) else {
-                    return;
-                };
+                let (slot, offset, len) = (input.u8()?, input.u8()?, input.u8()?);
+                let bytes = input.bytes(usize::from(len % 64))?;
                 let base = slot_offset(cores, slot);
                 cores.write_shared(base + usize::from(offset), bytes);
             }
             PUSH_RAW => {
-                let Some(msg) = input.message() else { return };
-                let _ = cores.cpu1_push(msg);
+                let _ = cores.cpu1_push(input.message()?);
             }
-            PUSH_REQUEST => {
-                let Some(args) = input.bytes(6) else { return };
-                push_request(cores, args);
-            }
+            PUSH_REQUEST => push_request(cores, input.bytes(6)?),
             STEP_CPU0 => {
                 cores.step_cpu0();
             }
@@ -82,7 +68,8 @@ fn hostile_cpu1(cores: &mut Loopback<'_>, mut input: Input<'_>) {
             }
             _ => unreachable!("tag modulo TAGS"),
         }
-    }
+        Some(())
+    });
 }
 
 fn slot_offset(cores: &Loopback<'_>, slot: u8) -> usize {

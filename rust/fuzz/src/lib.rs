@@ -57,6 +57,24 @@ impl<'a> Input<'a> {
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// Run the rest as a program of at most `max_ops` operations, each a
+    /// tag byte (taken modulo `tags`) and then what `op` reads for that
+    /// tag. The program ends where the input does, or at the operation
+    /// whose arguments are cut short (`op` returns `None`).
+    pub fn run(
+        &mut self,
+        max_ops: usize,
+        tags: u8,
+        mut op: impl FnMut(u8, &mut Self) -> Option<()>,
+    ) {
+        for _ in 0..max_ops {
+            let Some(tag) = self.u8() else { return };
+            if op(tag % tags, self).is_none() {
+                return;
+            }
+        }
+    }
+
     /// A raw ring message from the next 20 bytes, fields in wire order.
     pub fn message(&mut self) -> Option<Message> {
         let b = self.bytes(20)?;

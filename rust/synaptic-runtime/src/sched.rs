@@ -260,15 +260,12 @@ enum State {
         current: Option<u8>,
         meta: TensorMeta,
     },
-    /// The model step `next` runs on the device (overlap mode); its
-    /// output goes to the buffer after `current`.
+    /// The model step `at.next` runs on the device (overlap mode); its
+    /// output goes to the buffer after `at.current`.
     OnDevice {
-        next: u8,
-        current: Option<u8>,
-        /// The step's input, then its output descriptor.
-        meta: TensorMeta,
+        at: StepAt,
+        /// The step's output descriptor.
         out_meta: TensorMeta,
-        last: bool,
         started_us: u64,
     },
     Finished(Result<(u8, TensorMeta), JobError>),
@@ -300,15 +297,22 @@ fn out_buffer(current: Option<u8>) -> u8 {
 
 fn no_callback(_: usize, _: Result<crate::npu::NpuRun, NpuError>) {}
 
-/// How step `next` of job `i` ended (its input `meta` was in `current`,
-/// its output went to buffer `into`).
-struct Collected {
-    i: usize,
+/// Which step of a job runs, on what: step `next` (the pipeline's `last`
+/// or not), its input `meta` in work buffer `current` (`None`: the job's
+/// input).
+#[derive(Clone, Copy, Debug)]
+struct StepAt {
     next: u8,
     current: Option<u8>,
-    into: u8,
     meta: TensorMeta,
     last: bool,
+}
+
+/// How step `at` of job `i` ended (its output went to buffer `into`).
+struct Collected {
+    i: usize,
+    at: StepAt,
+    into: u8,
     result: Result<TensorMeta, JobError>,
 }
 
@@ -520,9 +524,11 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         Ok(match self.slots[i].state {
             State::Free => return Err(SchedError::InvalidJob),
             State::Queued => JobStatus::Queued,
-            State::Running { next, .. } | State::OnDevice { next, .. } => {
-                JobStatus::Running { next_step: next }
-            }
+            State::Running { next, .. }
+            | State::OnDevice {
+                at: StepAt { next, .. },
+                ..
+            } => JobStatus::Running { next_step: next },
             State::Finished(Ok((_, meta))) => JobStatus::Done(meta),
             State::Finished(Err(e)) => JobStatus::Failed(e),
         })
@@ -739,6 +745,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             return Some(done(true));
         };
         let last = usize::from(next) + 1 == steps.len();
+        let at = StepAt {
+            next,
+            current,
+            meta,
+            last,
+        };
         let into = self.target(i, current, last);
         // Split this slot's region into the current tensor and the output.
         let base = self.buffer_range(i, 0).start;
@@ -769,11 +781,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     self.set_state(
                         i,
                         State::OnDevice {
-                            next,
-                            current,
-                            meta,
+                            at,
                             out_meta,
-                            last,
                             started_us: started,
                         },
                     );
@@ -798,11 +807,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         Some(self.advance(
             Collected {
                 i,
-                next,
-                current,
+                at,
                 into,
-                meta,
-                last,
                 result,
             },
             env,
@@ -829,11 +835,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             return None;
         };
         let State::OnDevice {
-            next,
-            current,
-            meta,
+            at,
             out_meta,
-            last,
             started_us,
         } = self.slots[i].state
         else {
@@ -841,7 +844,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         };
         let elapsed = env.clock.now_us().saturating_sub(started_us);
         self.slots[i].profile.npu_us += elapsed;
-        let into = self.target(i, current, last);
+        let into = self.target(i, at.current, at.last);
         let result = if env.npu.state() == NpuState::Error {
             let _ = env.npu.clear_error();
             Err(JobError::Npu(NpuError::DeviceFault))
@@ -868,11 +871,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         };
         Some(Collected {
             i,
-            next,
-            current,
+            at,
             into,
-            meta,
-            last,
             result,
         })
     }
@@ -885,13 +885,16 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     ) -> StepOutcome {
         let Collected {
             i,
-            next,
-            current,
+            at,
             into,
-            meta,
-            last,
             result,
         } = step;
+        let StepAt {
+            next,
+            current,
+            meta,
+            last,
+        } = at;
         let job = self.id_of(i);
         let done = |finished| StepOutcome::Ran {
             job,

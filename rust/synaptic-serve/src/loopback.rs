@@ -22,6 +22,31 @@
 //! CPU1 attached with [`boot::attach`] and a [`Client`]. A step is CPU0's
 //! intake drain and one serving turn ([`Server::poll`] without waiting),
 //! then CPU1's drain of its reply ring ([`Client::dispatch`]).
+//! [`Loopback::with_options`] sets the stub NPU's latency and gives the
+//! scheduler work memory for a local job ([`LoopbackOptions`]).
+//!
+//! # Driving the pieces by hand
+//!
+//! [`Loopback::by_hand`] lends a test CPU0's pieces ([`Cpu0Parts`]: the
+//! server, the intake, the runtime with its registry, stub NPU, pipelines
+//! and scheduler, the reply port with its doorbell counts, the ledger and
+//! the inbox) with CPU1's raw ring ends ([`Cpu1Rings`]), so that it can
+//! hand the server one request, run one scheduler step, register a model
+//! or make the NPU fail, and look at every reply (the serving layer's
+//! tests in `tests/server.rs`).
+//!
+//! Setups that need threads or the wall clock build from the same pieces:
+//! [`publish`] and [`RegionBuffer`] (the region over a buffer of any size
+//! it fits), [`ring_ends`] (each core's ends of the two rings),
+//! [`Service`] (CPU0's models, pipelines and stub NPU over any clock) and
+//! [`MutexClient`] (CPU1's client with `Mutex` locks over any doorbell,
+//! semaphore and clock). The simulator (`synaptic-sim`: CPU0 and CPU1 as
+//! threads) is built from them; the client's tests (`tests/client.rs`:
+//! concurrent callers and a dispatch thread against a CPU0 the test plays)
+//! take their region, ring ends and client type from them.
+//!
+//! Users: four of the six fuzz targets (`rust/fuzz`: all but `ring` and
+//! `capi`), the serving layer's and the client's tests, and the simulator.
 //!
 //! # Time and blocking
 //!
@@ -67,7 +92,7 @@ use std::vec::Vec;
 
 use synaptic_abi::{
     region_size, Direction, Message, Priority, SlotGeometry, ValidMessage, EXCHANGE_HEADER_SIZE,
-    RING_ENTRIES_DEFAULT,
+    EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE, RING_ENTRIES_DEFAULT,
 };
 use synaptic_ipc::{Doorbell, Inbox, IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer, RingError};
@@ -82,7 +107,7 @@ use crate::client::{ClientConfig, ClientError};
 use crate::intake::{Intake, ReplyPort, SlotLedger};
 use crate::region::{RegionError, SharedRegion};
 use crate::server::{Runtime, ServeError, ServeStats, Server};
-use crate::{Client, Wait};
+use crate::{Client, Session, Wait};
 
 /// Ring entries of the loopback region (the Kconfig default).
 pub const RING: usize = RING_ENTRIES_DEFAULT;
@@ -102,9 +127,16 @@ pub const CALL_TIMEOUT_MS: u32 = 5;
 pub const RESERVE_STEPS: u32 = 16;
 
 /// Entries of CPU0's inbox (at least one per exchange slot).
-const INBOX: usize = 16;
+pub const INBOX: usize = 16;
 /// Scheduler jobs: one per slot, and spares.
-const JOBS: usize = 6;
+pub const JOBS: usize = 6;
+/// Models the registry holds, and pipelines the pool holds.
+pub const MODELS: usize = 4;
+/// Stages of one pipeline at most (room for a local job's).
+pub const STAGES: usize = 32;
+
+/// The stub NPU of a [`Service`], on time `T`: it holds what a slot holds.
+pub type Npu<T> = StubNpu<T, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE>;
 
 /// A model the loopback's CPU0 registers and exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +205,148 @@ impl From<ClientError> for LoopbackError {
 impl From<AttachError> for LoopbackError {
     fn from(e: AttachError) -> Self {
         LoopbackError::Attach(e)
+    }
+}
+
+/// Publish the region over all of `buffer`, as CPU0 does at boot, and
+/// return its view. No ring handle exists yet: a setup that plays the
+/// cores itself attaches them ([`ring_ends`]).
+///
+/// # Errors
+///
+/// [`LoopbackError::Region`] when `buffer` is under [`REGION_SIZE`] bytes
+/// or not 16-byte aligned.
+pub fn publish(buffer: &mut [u8]) -> Result<SharedRegion<'_, RING>, LoopbackError> {
+    publish_raw(buffer).map(|(region, _)| region)
+}
+
+/// [`publish`], and the base pointer every word access of the region goes
+/// through (the region's own, so that both stay valid together).
+fn publish_raw(buffer: &mut [u8]) -> Result<(SharedRegion<'_, RING>, NonNull<u8>), LoopbackError> {
+    let len = buffer.len();
+    let base = NonNull::from(buffer).cast::<u8>();
+    // SAFETY: `buffer` is borrowed mutably for the region's life, so its
+    // bytes are valid for reads and writes for that long and reached only
+    // through this region and what is derived from `base`.
+    let region =
+        unsafe { SharedRegion::from_raw(base, len, SLOTS) }.map_err(LoopbackError::Region)?;
+    // SAFETY: the region was just made over an exclusively borrowed
+    // buffer: no ring handle of it exists yet.
+    unsafe { region.publish() };
+    Ok((region, base))
+}
+
+/// A core's ends of the rings, at their live indices: the consumer of ring
+/// `inbound` (what the peer sends it) and the producer of the other ring.
+/// CPU0's inbound ring is [`Direction::Cpu1ToCpu0`], CPU1's
+/// [`Direction::Cpu0ToCpu1`].
+///
+/// # Safety
+///
+/// No other consumer of `inbound` and no other producer of the other ring
+/// may live while these do ([`Consumer::attach`], [`Producer::attach`]).
+pub unsafe fn ring_ends<'r>(
+    region: &SharedRegion<'r, RING>,
+    inbound: Direction,
+) -> (Consumer<'r, RING>, Producer<'r, RING>) {
+    let outbound = match inbound {
+        Direction::Cpu0ToCpu1 => Direction::Cpu1ToCpu0,
+        Direction::Cpu1ToCpu0 => Direction::Cpu0ToCpu1,
+    };
+    // SAFETY: the caller's promise.
+    unsafe {
+        (
+            Consumer::attach(region.ring(inbound)),
+            Producer::attach(region.ring(outbound)),
+        )
+    }
+}
+
+/// `$ty<$lifetimes.., RING, $d, $s, $c, ..>` with `Mutex`es as CPU1's two
+/// local locks (of its sender, with doorbell `$d`, and of its consumer).
+macro_rules! on_mutexes {
+    ($ty:ident<$($l:lifetime),+>, $r:lifetime, $d:ty, $s:ty, $c:ty) => {
+        $ty<$($l,)+ RING, $d, $s, $c, Mutex<Sender<$r, RING, $d>>, Mutex<Consumer<$r, RING>>>
+    };
+}
+
+/// CPU1's client with doorbell `D`, semaphores `S` and clock `C`, and
+/// `std::sync::Mutex` as both local locks: the loopback's, and the host's
+/// threaded ones (the simulator's, the client tests').
+pub type MutexClient<'r, D, S, C> = on_mutexes!(Client<'r>, 'r, D, S, C);
+
+/// A session of a [`MutexClient`].
+pub type MutexSession<'c, 'r, D, S, C> = on_mutexes!(Session<'c, 'r>, 'r, D, S, C);
+
+/// CPU0's service as the loopback stands it up, over time `T`: a registry
+/// with [`KWS`] and [`FACE`] (in that order), the pipelines that export
+/// them, and the stub NPU. The loopback runs it on one thread; the
+/// simulator's serving thread runs the same over its own clock.
+pub struct Service<T> {
+    /// The registry.
+    pub registry: Registry<MODELS>,
+    /// The pipelines (the two serving pipelines among them).
+    pub pipelines: PipelinePool<MODELS, STAGES>,
+    /// The stub NPU, started.
+    pub npu: Npu<T>,
+    /// [`KWS`]'s handle.
+    pub kws: ModelHandle,
+    /// [`FACE`]'s handle.
+    pub face: ModelHandle,
+}
+
+/// The runtime a [`Service`] lends its server, on clock `C`.
+pub type ServiceRuntime<'e, 'a, T, C> = Runtime<'e, 'a, Npu<T>, C, MODELS, MODELS, STAGES, JOBS>;
+
+impl<T: Clock + Delay> Service<T> {
+    /// Register [`KWS`] and [`FACE`], export both through `server`, and
+    /// start a stub NPU on `time` with `seed`.
+    ///
+    /// # Errors
+    ///
+    /// [`LoopbackError::Serve`] if a model cannot be registered or
+    /// exported (it always can).
+    ///
+    /// # Panics
+    ///
+    /// If the stub NPU does not start (it always does).
+    pub fn new(server: &mut Server<'_, RING>, time: T, seed: u32) -> Result<Self, LoopbackError> {
+        let mut registry = Registry::new();
+        let mut pipelines = PipelinePool::new();
+        let mut handles = [ModelHandle::from_raw(0); 2];
+        for (handle, model) in handles.iter_mut().zip([KWS, FACE]) {
+            *handle = registry
+                .register(&model.desc())
+                .map_err(|e| LoopbackError::Serve(ServeError::Registry(e)))?;
+            server
+                .export(&registry, &mut pipelines, *handle)
+                .map_err(LoopbackError::Serve)?;
+        }
+        let mut npu = Npu::new(time, seed);
+        npu.init().expect("the stub NPU starts");
+        Ok(Service {
+            registry,
+            pipelines,
+            npu,
+            kws: handles[0],
+            face: handles[1],
+        })
+    }
+
+    /// The runtime over this service, `scheduler` and `clock`.
+    pub fn runtime<'e, 'a, C>(
+        &'e mut self,
+        scheduler: &'e mut Scheduler<'a, JOBS>,
+        clock: &'e C,
+    ) -> ServiceRuntime<'e, 'a, T, C> {
+        Runtime {
+            scheduler,
+            registry: &mut self.registry,
+            npu: &mut self.npu,
+            pipelines: &mut self.pipelines,
+            clock,
+            profiler: None,
+        }
     }
 }
 
@@ -262,82 +436,128 @@ impl Clock for Cpu1Clock<'_> {
     }
 }
 
-/// CPU1's locks around its two ring handles.
-type Cpu1SenderLock<'r> = Mutex<Sender<'r, RING, NoDoorbell>>;
-type Cpu1ReceiverLock<'r> = Mutex<Consumer<'r, RING>>;
-
 /// CPU1's client as the loopback builds it.
-pub type LoopbackClient<'r> = Client<
-    'r,
-    RING,
-    NoDoorbell,
-    StepSemaphore,
-    Cpu1Clock<'r>,
-    Cpu1SenderLock<'r>,
-    Cpu1ReceiverLock<'r>,
->;
+pub type LoopbackClient<'r> = MutexClient<'r, NoDoorbell, StepSemaphore, Cpu1Clock<'r>>;
 
-/// The stub NPU, large enough for [`FACE`]'s input.
-type Npu = StubNpu<SimTime, { 96 * 96 * 3 }, 64>;
+/// A session of the loopback's client.
+pub type LoopbackSession<'c, 'r> = MutexSession<'c, 'r, NoDoorbell, StepSemaphore, Cpu1Clock<'r>>;
 
-/// CPU0's one producer as the reply port the intake and the server share.
-struct Port<'r> {
+/// The runtime the loopback's CPU0 lends its server.
+pub type LoopbackRuntime<'e, 'r> = ServiceRuntime<'e, 'r, SimTime, SimTime>;
+
+/// CPU0's inbox between its intake and its server.
+pub type Cpu0Inbox = Inbox<StepSemaphore, INBOX>;
+
+/// CPU0's one producer (of ring CPU0→CPU1) as the reply port the intake and
+/// the server share. It counts the doorbells CPU0 would ring as a
+/// [`Sender`] does: an interrupt for each reply, or only an event for a
+/// requester that polls, whether or not the push fit.
+pub struct Cpu0Port<'r> {
     producer: RefCell<Producer<'r, RING>>,
+    rings: Cell<u32>,
+    events: Cell<u32>,
 }
 
-impl ReplyPort for Port<'_> {
-    fn reply(&self, reply: ValidMessage, _polled: bool) -> Result<(), IpcError> {
-        self.producer
-            .borrow_mut()
-            .push(Message::from(reply))
-            .map_err(IpcError::from)
+impl<'r> Cpu0Port<'r> {
+    fn new(producer: Producer<'r, RING>) -> Self {
+        Cpu0Port {
+            producer: RefCell::new(producer),
+            rings: Cell::new(0),
+            events: Cell::new(0),
+        }
     }
+
+    /// Doorbell interrupts rung to CPU1 so far.
+    pub fn rings(&self) -> u32 {
+        self.rings.get()
+    }
+
+    /// Events (no interrupt) signalled to CPU1 so far: replies to
+    /// requests that poll.
+    pub fn events(&self) -> u32 {
+        self.events.get()
+    }
+
+    fn push(&self, raw: Message) -> Result<(), RingError> {
+        self.producer.borrow_mut().push(raw)
+    }
+}
+
+impl ReplyPort for Cpu0Port<'_> {
+    fn reply(&self, reply: ValidMessage, polled: bool) -> Result<(), IpcError> {
+        let pushed = self.push(Message::from(reply));
+        let count = if polled { &self.events } else { &self.rings };
+        count.set(count.get().wrapping_add(1));
+        pushed.map_err(IpcError::from)
+    }
+}
+
+/// CPU0's pieces, lent by [`Loopback::by_hand`] to a test that drives them
+/// itself (a request handled, a scheduler step, a completion, at a time).
+pub struct Cpu0Parts<'a, 'r> {
+    /// The serving layer.
+    pub server: &'a mut Server<'r, RING>,
+    /// The intake (the consumer of CPU1's requests).
+    pub intake: &'a mut Intake<'r, RING>,
+    /// The runtime: scheduler, registry, stub NPU, pipelines, clock.
+    pub rt: LoopbackRuntime<'a, 'r>,
+    /// The reply port both answer through.
+    pub port: &'a Cpu0Port<'r>,
+    /// The slots CPU0 holds.
+    pub ledger: &'a SlotLedger,
+    /// The inbox the intake posts slot requests to.
+    pub inbox: &'a Cpu0Inbox,
+}
+
+/// CPU1's raw ends of the rings, lent by [`Loopback::by_hand`].
+pub struct Cpu1Rings<'a, 'r> {
+    /// The producer of ring CPU1→CPU0 (requests).
+    pub requests: &'a mut Producer<'r, RING>,
+    /// The consumer of ring CPU0→CPU1 (replies).
+    pub replies: &'a mut Consumer<'r, RING>,
 }
 
 /// CPU0: intake, serving layer and the runtime they share.
 struct Cpu0<'r> {
     intake: Intake<'r, RING>,
     server: Server<'r, RING>,
-    port: Port<'r>,
+    port: Cpu0Port<'r>,
     ledger: SlotLedger,
-    inbox: Inbox<StepSemaphore, INBOX>,
-    registry: Registry<4>,
-    pipelines: PipelinePool<4, 8>,
-    npu: Npu,
+    inbox: Cpu0Inbox,
+    service: Service<SimTime>,
     scheduler: Scheduler<'r, JOBS>,
     time: SimTime,
 }
 
-impl Cpu0<'_> {
+impl<'r> Cpu0<'r> {
+    fn parts(&mut self) -> Cpu0Parts<'_, 'r> {
+        Cpu0Parts {
+            server: &mut self.server,
+            intake: &mut self.intake,
+            rt: self.service.runtime(&mut self.scheduler, &self.time),
+            port: &self.port,
+            ledger: &self.ledger,
+            inbox: &self.inbox,
+        }
+    }
+
     /// Intake drain, then one serving turn that does not wait; the work done.
     fn step(&mut self) -> usize {
-        let popped = self.intake.drain(&self.ledger, &self.inbox, &self.port);
+        let mut p = self.parts();
+        let popped = p.intake.drain(p.ledger, p.inbox, p.port);
         // CPU0's maintenance of the words it owns (the firmware's idle
         // timer does it every 50 ms; here every step).
-        self.intake.maintain();
-        self.port.producer.borrow_mut().repair();
-        self.server.repair_estimates();
-        let mut rt = Runtime {
-            scheduler: &mut self.scheduler,
-            registry: &mut self.registry,
-            npu: &mut self.npu,
-            pipelines: &mut self.pipelines,
-            clock: &self.time,
-            profiler: None,
-        };
+        p.intake.maintain();
+        p.port.producer.borrow_mut().repair();
+        p.server.repair_estimates();
         popped
-            + self.server.poll(
-                &self.inbox,
-                &mut rt,
-                &self.port,
-                &self.ledger,
-                Timeout::NoWait,
-            )
+            + p.server
+                .poll(p.inbox, &mut p.rt, p.port, p.ledger, Timeout::NoWait)
     }
 }
 
 /// CPU0 steps a rebooting CPU1 waits at most for a sane control block.
-const ATTACH_RETRIES: usize = 4;
+pub const ATTACH_RETRIES: usize = 4;
 
 /// CPU0 and the switch that lets it run on CPU1's clock.
 struct Cpu0Cell<'r> {
@@ -353,6 +573,40 @@ enum Cpu1<'r> {
     Client(Box<LoopbackClient<'r>>),
     /// Raw handles: the producer of CPU1→CPU0, the consumer of CPU0→CPU1.
     Raw(Producer<'r, RING>, Consumer<'r, RING>),
+}
+
+impl<'r> Cpu1<'r> {
+    /// Raw handles, replacing the client (a CPU1 that speaks the rings
+    /// without the client's rules).
+    fn raw(
+        &mut self,
+        region: &SharedRegion<'r, RING>,
+    ) -> (&mut Producer<'r, RING>, &mut Consumer<'r, RING>) {
+        if !matches!(self, Cpu1::Raw(..)) {
+            *self = Cpu1::Off;
+            // SAFETY: CPU1's previous handles (the client's) were dropped
+            // just above; CPU0 holds only the other end of each ring.
+            let (consumer, producer) = unsafe { ring_ends(region, Direction::Cpu0ToCpu1) };
+            *self = Cpu1::Raw(producer, consumer);
+        }
+        match self {
+            Cpu1::Raw(producer, consumer) => (producer, consumer),
+            Cpu1::Off | Cpu1::Client(_) => unreachable!("set just above"),
+        }
+    }
+}
+
+/// How [`Loopback::with_options`] builds CPU0 (the [`Default`] is what
+/// [`Loopback::new`] builds).
+#[derive(Debug, Default)]
+pub struct LoopbackOptions<'r> {
+    /// Device time of each stub NPU invoke, in simulated microseconds
+    /// (default 0: time moves only on CPU1's clock).
+    pub npu_latency_us: u64,
+    /// The scheduler's work memory, for pipelines with steps before or
+    /// after the model (a local job's). Default none: the serving pipelines
+    /// have only the model step and write straight into the slot.
+    pub work: &'r mut [u8],
 }
 
 /// CPU0's service and CPU1's client over one buffer, stepped by hand. See
@@ -378,57 +632,35 @@ impl<'r> Loopback<'r> {
     /// bytes or not 16-byte aligned; [`LoopbackError::Serve`] if a model
     /// cannot be exported (it always can).
     pub fn new(buffer: &'r mut [u8]) -> Result<Self, LoopbackError> {
-        let base = NonNull::new(buffer.as_mut_ptr()).ok_or(LoopbackError::Region(
-            RegionError::TooSmall {
-                needed: REGION_SIZE,
-                actual: 0,
-            },
-        ))?;
-        // SAFETY: `buffer` is borrowed mutably for 'r (kept in `Self`), so
-        // its bytes are valid for reads and writes for 'r and reached only
-        // through this region and the handles and word accesses below.
-        let region = unsafe { SharedRegion::from_raw(base, buffer.len(), SLOTS) }
-            .map_err(LoopbackError::Region)?;
-        // SAFETY: no ring handle of this region exists yet.
-        unsafe { region.publish() };
+        Self::with_options(buffer, LoopbackOptions::default())
+    }
+
+    /// As [`new`](Self::new), with CPU0 built as `options` say.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_options(
+        buffer: &'r mut [u8],
+        options: LoopbackOptions<'r>,
+    ) -> Result<Self, LoopbackError> {
+        let (region, base) = publish_raw(buffer)?;
         let time = SimTime::default();
-        let mut registry: Registry<4> = Registry::new();
-        let mut pipelines: PipelinePool<4, 8> = PipelinePool::new();
         let mut server = Server::new(&region);
-        let mut handles = [ModelHandle::from_raw(0); 2];
-        for (handle, model) in handles.iter_mut().zip([KWS, FACE]) {
-            let desc = model.desc();
-            *handle = registry
-                .register(&desc)
-                .map_err(|e| LoopbackError::Serve(ServeError::Registry(e)))?;
-            server
-                .export(&registry, &mut pipelines, *handle)
-                .map_err(LoopbackError::Serve)?;
-        }
-        let mut npu = Npu::new(time.clone(), SEED);
-        npu.init().expect("the stub NPU starts");
+        let mut service = Service::new(&mut server, time.clone(), SEED)?;
+        service.npu.set_latency_us(options.npu_latency_us);
+        let (kws, face) = (service.kws, service.face);
         // SAFETY: CPU0's handles: the only consumer of CPU1→CPU0 and the
         // only producer of CPU0→CPU1 for the loopback's life.
-        let (requests, replies) = unsafe {
-            (
-                Consumer::attach(region.ring(Direction::Cpu1ToCpu0)),
-                Producer::attach(region.ring(Direction::Cpu0ToCpu1)),
-            )
-        };
+        let (requests, replies) = unsafe { ring_ends(&region, Direction::Cpu1ToCpu0) };
         let cpu0 = Cpu0 {
             intake: Intake::new(&region, requests),
             server,
-            port: Port {
-                producer: RefCell::new(replies),
-            },
+            port: Cpu0Port::new(replies),
             ledger: SlotLedger::new(),
             inbox: Inbox::new(StepSemaphore::new()),
-            registry,
-            pipelines,
-            npu,
-            // One-step serving pipelines write straight into the slot:
-            // no intermediate buffers are needed.
-            scheduler: Scheduler::new(&mut []),
+            service,
+            scheduler: Scheduler::new(options.work),
             time: time.clone(),
         };
         let mut cores = Loopback {
@@ -440,8 +672,8 @@ impl<'r> Loopback<'r> {
                 runs_on_cpu1_clock: Cell::new(false),
             }),
             cpu1: Cpu1::Off,
-            kws: handles[0],
-            face: handles[1],
+            kws,
+            face,
             buffer: PhantomData,
         };
         cores.reboot_cpu1()?;
@@ -502,6 +734,16 @@ impl<'r> Loopback<'r> {
         }
     }
 
+    /// Both cores' pieces, for a test that drives them by hand: CPU0's
+    /// ([`Cpu0Parts`]) and CPU1's raw ring ends ([`Cpu1Rings`]). Detaches
+    /// the client (until [`reboot_cpu1`](Self::reboot_cpu1)), as a raw push
+    /// does; nothing runs but what `f` runs.
+    pub fn by_hand<R>(&mut self, f: impl FnOnce(Cpu0Parts<'_, 'r>, Cpu1Rings<'_, 'r>) -> R) -> R {
+        let (requests, replies) = self.cpu1.raw(&self.region);
+        let mut cpu0 = self.cpu0.cpu0.borrow_mut();
+        f(cpu0.parts(), Cpu1Rings { requests, replies })
+    }
+
     /// Restart CPU1: drop whatever runs there (client or raw handles),
     /// attach again ([`boot::attach`]: control block checked, `cpu1_ready`
     /// set) and build a fresh client on the live ring indices. Only the
@@ -527,12 +769,7 @@ impl<'r> Loopback<'r> {
         attached?;
         // SAFETY: CPU1's handles: the previous life's were dropped above,
         // and CPU0 holds only the other end of each ring.
-        let (producer, consumer) = unsafe {
-            (
-                Producer::attach(self.region.ring(Direction::Cpu1ToCpu0)),
-                Consumer::attach(self.region.ring(Direction::Cpu0ToCpu1)),
-            )
-        };
+        let (consumer, producer) = unsafe { ring_ends(&self.region, Direction::Cpu0ToCpu1) };
         let clock = Cpu1Clock {
             time: self.time.clone(),
             cpu0: Rc::clone(&self.cpu0),
@@ -562,26 +799,6 @@ impl<'r> Loopback<'r> {
         }
     }
 
-    /// Raw CPU1 handles, replacing the client (a CPU1 that speaks the
-    /// rings without the client's rules).
-    fn raw_cpu1(&mut self) -> (&mut Producer<'r, RING>, &mut Consumer<'r, RING>) {
-        if !matches!(self.cpu1, Cpu1::Raw(..)) {
-            self.cpu1 = Cpu1::Off;
-            // SAFETY: CPU1's previous handles (the client's) were dropped
-            // just above; CPU0 holds only the other end of each ring.
-            self.cpu1 = unsafe {
-                Cpu1::Raw(
-                    Producer::attach(self.region.ring(Direction::Cpu1ToCpu0)),
-                    Consumer::attach(self.region.ring(Direction::Cpu0ToCpu1)),
-                )
-            };
-        }
-        match &mut self.cpu1 {
-            Cpu1::Raw(producer, consumer) => (producer, consumer),
-            Cpu1::Off | Cpu1::Client(_) => unreachable!("set just above"),
-        }
-    }
-
     /// Push `raw` on ring CPU1→CPU0 as CPU1, with whatever bytes it holds.
     /// Detaches the client (until [`reboot_cpu1`](Self::reboot_cpu1)).
     ///
@@ -589,7 +806,7 @@ impl<'r> Loopback<'r> {
     ///
     /// The ring's: full, or CPU0's tail corrupt.
     pub fn cpu1_push(&mut self, raw: Message) -> Result<(), RingError> {
-        self.raw_cpu1().0.push(raw)
+        self.cpu1.raw(&self.region).0.push(raw)
     }
 
     /// Pop the next message of ring CPU0→CPU1 as a raw CPU1. Detaches the
@@ -599,7 +816,7 @@ impl<'r> Loopback<'r> {
     ///
     /// The ring's: CPU0's head corrupt (the consumer resynchronised).
     pub fn cpu1_pop(&mut self) -> Result<Option<Message>, RingError> {
-        self.raw_cpu1().1.pop()
+        self.cpu1.raw(&self.region).1.pop()
     }
 
     /// Push `raw` on ring CPU0→CPU1 through CPU0's own producer: a buggy
@@ -609,9 +826,7 @@ impl<'r> Loopback<'r> {
     ///
     /// The ring's: full, or CPU1's tail corrupt.
     pub fn cpu0_push(&mut self, raw: Message) -> Result<(), RingError> {
-        let cpu0 = self.cpu0.cpu0.borrow();
-        let pushed = cpu0.port.producer.borrow_mut().push(raw);
-        pushed
+        self.cpu0.cpu0.borrow().port.push(raw)
     }
 
     /// The exchange slots CPU0 holds (what its `STATUS_RESP` reports).
@@ -747,18 +962,6 @@ fn reserve<'c, 'r>(
     }
 }
 
-/// A session of the loopback's client.
-pub type LoopbackSession<'c, 'r> = crate::Session<
-    'c,
-    'r,
-    RING,
-    NoDoorbell,
-    StepSemaphore,
-    Cpu1Clock<'r>,
-    Cpu1SenderLock<'r>,
-    Cpu1ReceiverLock<'r>,
->;
-
 /// Run `call` with CPU0 stepping on every reading of CPU1's clock.
 fn on_cpu1_clock<R>(cpu0: &Cpu0Cell<'_>, call: impl FnOnce() -> R) -> R {
     cpu0.runs_on_cpu1_clock.set(true);
@@ -767,10 +970,11 @@ fn on_cpu1_clock<R>(cpu0: &Cpu0Cell<'_>, call: impl FnOnce() -> R) -> R {
     result
 }
 
-/// A heap buffer for [`Loopback::new`]: [`REGION_SIZE`] zeroed bytes,
+/// A heap buffer for [`Loopback::new`] and [`publish`]: zeroed bytes,
 /// 64-byte aligned (as the platforms' shared windows are).
 pub struct RegionBuffer {
     blocks: Box<[Block]>,
+    len: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -780,19 +984,24 @@ struct Block([u8; 64]);
 impl RegionBuffer {
     /// [`REGION_SIZE`] bytes, zeroed.
     pub fn new() -> Self {
+        Self::with_len(REGION_SIZE)
+    }
+
+    /// `len` bytes, zeroed (a whole shared window, larger than the region
+    /// needs; or too few, for a test of the refusal).
+    pub fn with_len(len: usize) -> Self {
         RegionBuffer {
-            blocks: vec![Block([0; 64]); REGION_SIZE.div_ceil(64)].into_boxed_slice(),
+            blocks: vec![Block([0; 64]); len.div_ceil(64)].into_boxed_slice(),
+            len,
         }
     }
 
-    /// The bytes: exactly [`REGION_SIZE`] of them, 64-byte aligned.
+    /// The bytes: as many as asked for, 64-byte aligned.
     pub fn bytes(&mut self) -> &mut [u8] {
         // SAFETY: `Block` is 64 plain bytes with no padding, so the blocks
-        // are `64 * len >= REGION_SIZE` initialised bytes, borrowed mutably
+        // are `64 * blocks >= len` initialised bytes, borrowed mutably
         // through `self` for the slice's life.
-        unsafe {
-            core::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast::<u8>(), REGION_SIZE)
-        }
+        unsafe { core::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast::<u8>(), self.len) }
     }
 }
 
@@ -911,5 +1120,72 @@ mod tests {
             .expect("attached once CPU0 repaired the block");
         assert_eq!(cores.infer(kws, &kws_input(3), &mut [0; 12]), Ok(12));
         assert!(cores.cpu0_stats().repairs >= 1);
+    }
+
+    #[test]
+    fn publish_takes_any_buffer_the_region_fits_and_refuses_others() {
+        let mut window = RegionBuffer::with_len(96 * 1024);
+        let region = publish(window.bytes()).expect("a whole window");
+        assert_eq!(region.size(), 96 * 1024);
+        assert_eq!(region.control_block().shared_size, 96 * 1024);
+        assert!(boot::attach(&region).is_ok(), "published as CPU0 boots");
+        let mut short = RegionBuffer::with_len(REGION_SIZE - 16);
+        assert!(matches!(
+            publish(short.bytes()),
+            Err(LoopbackError::Region(RegionError::TooSmall { .. }))
+        ));
+        let mut buffer = RegionBuffer::with_len(REGION_SIZE + 64);
+        assert!(matches!(
+            Loopback::new(&mut buffer.bytes()[4..]),
+            Err(LoopbackError::Region(RegionError::Misaligned(_)))
+        ));
+    }
+
+    #[test]
+    fn by_hand_lends_cpu0s_pieces_and_its_port_counts_doorbells() {
+        let mut buffer = RegionBuffer::new();
+        let mut cores = Loopback::new(buffer.bytes()).expect("loopback");
+        let kws = cores.kws();
+        let status = |msg_id, status| Message {
+            msg_id,
+            msg_type: synaptic_abi::MSG_TYPE_STATUS_REQ,
+            priority: Priority::Normal as u8,
+            status,
+            ..Message::default()
+        };
+        let (popped, ids, doorbells) = cores.by_hand(|cpu0, cpu1| {
+            assert!(cpu0.rt.registry.info(kws).is_ok());
+            cpu1.requests.push(status(1, 0)).expect("push");
+            let polled = synaptic_abi::REQUEST_FLAG_POLLED;
+            cpu1.requests.push(status(2, polled)).expect("push");
+            let popped = cpu0.intake.drain(cpu0.ledger, cpu0.inbox, cpu0.port);
+            let mut ids = Vec::new();
+            while let Some(reply) = cpu1.replies.pop().expect("pop") {
+                ids.push(reply.msg_id);
+            }
+            (popped, ids, (cpu0.port.rings(), cpu0.port.events()))
+        });
+        assert_eq!(popped, 2);
+        assert_eq!(ids, [1, 2]);
+        assert_eq!(doorbells, (1, 1), "an interrupt, then only an event");
+        assert!(cores.client().is_none(), "by hand detaches the client");
+        cores.reboot_cpu1().expect("attach");
+        assert_eq!(cores.infer(kws, &kws_input(4), &mut [0; 12]), Ok(12));
+    }
+
+    #[test]
+    fn options_set_the_npus_latency_in_simulated_time() {
+        let mut buffer = RegionBuffer::new();
+        let options = LoopbackOptions {
+            npu_latency_us: 3_000,
+            ..LoopbackOptions::default()
+        };
+        let mut cores = Loopback::with_options(buffer.bytes(), options).expect("loopback");
+        let kws = cores.kws();
+        let start = cores.time().now_us();
+        assert_eq!(cores.infer(kws, &kws_input(5), &mut [0; 12]), Ok(12));
+        assert!(cores.time().now_us() - start >= 3_000);
+        let stats = cores.cpu0_stats();
+        assert_eq!(stats.latency_max_us, 3_000, "the NPU's is all the latency");
     }
 }

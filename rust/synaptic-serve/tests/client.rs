@@ -8,12 +8,16 @@
 //! doorbell semaphore unless the request asked to poll. CPU1's dispatch
 //! thread is either the test calling [`Client::dispatch`] by hand, or a
 //! thread doing so on each doorbell (and every millisecond).
-
-mod support;
+//!
+//! The region and each core's ring ends are the host entry point's
+//! (`synaptic_serve::loopback`: [`publish`], [`ring_ends`]), but not its
+//! stepped cores: these tests need threads,
+//! the wall clock and a CPU0 that answers late, wrongly or out of order on
+//! purpose.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,25 +27,18 @@ use synaptic_abi::{
 };
 use synaptic_ipc::host::HostSemaphore;
 use synaptic_ipc::{Doorbell, Semaphore, Sender, Timeout};
-use synaptic_ring::{Consumer, Producer};
+use synaptic_ring::Consumer;
 use synaptic_runtime::registry::ModelHandle;
 use synaptic_runtime::time::Clock;
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::host::MonotonicClock;
+use synaptic_serve::loopback::{
+    publish, ring_ends, MutexClient, NoDoorbell, RegionBuffer, RING as N, SLOTS,
+};
 use synaptic_serve::protocol::is_after;
 use synaptic_serve::{Client, ClientError, SharedRegion, Wait};
 
-use support::{Silent, Window, N, SLOTS};
-
-type TestClient<'r> = Client<
-    'r,
-    N,
-    Silent,
-    HostSemaphore,
-    MonotonicClock,
-    Mutex<Sender<'r, N, Silent>>,
-    Mutex<Consumer<'r, N>>,
->;
+type TestClient<'r> = MutexClient<'r, NoDoorbell, HostSemaphore, MonotonicClock>;
 
 const KWS: u32 = 0x0001_0000;
 const KWS_IN: usize = 490;
@@ -60,22 +57,28 @@ fn attach_config<'r>(
     poll_threshold_us: u32,
     swept: bool,
 ) -> TestClient<'r> {
+    attach_clock(region, MonotonicClock::new(), poll_threshold_us, swept)
+}
+
+/// CPU1's client on clock `C`, on host semaphores and a silent doorbell
+/// (the test drives CPU1's dispatch itself).
+fn attach_clock<'r, C: Clock>(
+    region: &SharedRegion<'r, N>,
+    clock: C,
+    poll_threshold_us: u32,
+    swept: bool,
+) -> MutexClient<'r, NoDoorbell, HostSemaphore, C> {
     // SAFETY: each test keeps at most one producer of ring CPU1→CPU0 and
     // one consumer of ring CPU0→CPU1 alive on CPU1's side (a restarted
     // client's predecessor is dropped first).
-    let (producer, consumer) = unsafe {
-        (
-            Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
-            Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
-        )
-    };
+    let (consumer, producer) = unsafe { ring_ends(region, Direction::Cpu0ToCpu1) };
     Client::attach(
         region,
         producer,
         consumer,
-        Silent,
+        NoDoorbell,
         HostSemaphore::new,
-        MonotonicClock::new(),
+        clock,
         ClientConfig {
             poll_threshold_us,
             relax: thread::yield_now,
@@ -131,12 +134,7 @@ impl<'r, 'b> FakeCpu0<'r, 'b> {
     ) -> Self {
         // SAFETY: each test keeps one consumer of CPU1→CPU0 and one producer
         // of CPU0→CPU1 (CPU0's).
-        let (requests, replies) = unsafe {
-            (
-                Consumer::attach(region.ring(Direction::Cpu1ToCpu0)),
-                Producer::attach(region.ring(Direction::Cpu0ToCpu1)),
-            )
-        };
+        let (requests, replies) = unsafe { ring_ends(region, Direction::Cpu1ToCpu0) };
         FakeCpu0 {
             region: *region,
             requests,
@@ -363,8 +361,8 @@ fn kws() -> ModelHandle {
 
 #[test]
 fn invalid_arguments_send_nothing() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     for name in ["", "a\0b", "0123456789012345678901234567890123"] {
         assert_eq!(
@@ -397,8 +395,8 @@ fn invalid_arguments_send_nothing() {
 
 #[test]
 fn reserve_takes_the_smallest_free_slot_that_fits() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     assert_eq!(region.slot_count(), SLOTS.count as usize);
     // Small inputs fill the small slots first, the frame slot last.
@@ -439,8 +437,8 @@ fn reserve_takes_the_smallest_free_slot_that_fits() {
 
 #[test]
 fn a_swept_caller_sleeps_without_a_timeout_of_its_own_until_the_sweep() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach_config(&region, 0, true);
     let bell = HostSemaphore::new();
     let mut cpu0 = FakeCpu0::new(&region, &bell);
@@ -486,8 +484,8 @@ fn a_swept_caller_sleeps_without_a_timeout_of_its_own_until_the_sweep() {
 
 #[test]
 fn a_timed_out_request_keeps_its_slot_until_its_late_reply() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     let bell = HostSemaphore::new();
     let mut cpu0 = FakeCpu0::new(&region, &bell);
@@ -552,8 +550,8 @@ fn a_timed_out_request_keeps_its_slot_until_its_late_reply() {
 
 #[test]
 fn a_barrier_status_reply_frees_a_slot_whose_request_was_lost() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     let bell = HostSemaphore::new();
     let mut cpu0 = FakeCpu0::new(&region, &bell);
@@ -583,8 +581,8 @@ fn a_barrier_status_reply_frees_a_slot_whose_request_was_lost() {
 
 #[test]
 fn a_restarted_client_numbers_after_the_live_head_and_presumes_every_slot_held() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let bell = HostSemaphore::new();
     let mut cpu0 = FakeCpu0::new(&region, &bell);
     {
@@ -639,8 +637,8 @@ fn a_restarted_client_numbers_after_the_live_head_and_presumes_every_slot_held()
 
 #[test]
 fn replies_reach_the_caller_that_waits_for_them() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     let ((), seen) = with_cpu0(region, &client, PROMPT, true, |_| {
         let model = client.model_lookup("kws", Timeout::Forever).unwrap();
@@ -709,8 +707,8 @@ fn replies_reach_the_caller_that_waits_for_them() {
 
 #[test]
 fn a_remote_errno_is_the_callers_result() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     let failing = Behaviour {
         error: Some(Errno::Io.negative()),
@@ -732,8 +730,8 @@ fn a_remote_errno_is_the_callers_result() {
 #[test]
 fn late_replies_racing_timeouts_are_each_delivered_or_discarded_once() {
     const ROUNDS: u32 = 200;
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     // Delays of 0, 1.5 and 3 ms against a 2 ms timeout: both outcomes, and
     // replies landing near the deadline (the mix is printed, not asserted:
@@ -790,8 +788,8 @@ fn late_replies_racing_timeouts_are_each_delivered_or_discarded_once() {
 
 #[test]
 fn pings_fold_round_trips_into_the_control_block() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     let slow = Behaviour {
         delay: |_| Duration::from_millis(1),
@@ -817,8 +815,8 @@ fn pings_fold_round_trips_into_the_control_block() {
 
 #[test]
 fn dispatch_drains_every_reply_and_counts_strays() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     let bell = HostSemaphore::new();
     let mut cpu0 = FakeCpu0::new(&region, &bell);
@@ -840,8 +838,8 @@ fn dispatch_drains_every_reply_and_counts_strays() {
 fn concurrent_callers_on_k_slots_get_their_own_outputs_when_replies_overtake() {
     const THREADS: u32 = 4;
     const ROUNDS: u32 = 100;
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     // CPU0 collects up to three slot requests and answers the newest first.
     let lifo = Behaviour { batch: 3, ..PROMPT };
@@ -892,8 +890,8 @@ fn concurrent_callers_on_k_slots_get_their_own_outputs_when_replies_overtake() {
 
 #[test]
 fn polled_completion_needs_no_dispatch_thread_and_no_doorbell() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach(&region);
     // No CPU1 dispatch thread: whoever waits must drain the ring itself.
     let ((), seen) = with_cpu0(region, &client, PROMPT, false, |rings| {
@@ -968,8 +966,8 @@ fn polled_completion_needs_no_dispatch_thread_and_no_doorbell() {
 
 #[test]
 fn auto_polls_once_cpu0_publishes_an_estimate_under_the_threshold() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let client = attach_with(&region, 500);
     let other = ModelHandle::from_raw(0x0002_0001);
     let infer = |seq| {
@@ -1016,8 +1014,8 @@ fn auto_polls_once_cpu0_publishes_an_estimate_under_the_threshold() {
         "Auto asked for polled replies exactly while under the threshold"
     );
     // A client with no threshold never polls on its own.
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     region.publish_service_time(0, KWS, 1);
     let client = attach(&region);
     assert!(!client.polls(kws(), Wait::Auto));
@@ -1026,8 +1024,8 @@ fn auto_polls_once_cpu0_publishes_an_estimate_under_the_threshold() {
 
 #[test]
 fn a_ping_asks_for_a_doorbell_exactly_when_its_caller_sleeps() {
-    let window = Window::new();
-    let region = window.region();
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
     let bell = HostSemaphore::new();
     let mut cpu0 = FakeCpu0::new(&region, &bell);
     for (threshold, wait, polled) in [
@@ -1087,38 +1085,10 @@ impl Clock for HookClock {
 
 #[test]
 fn a_caller_waiting_for_a_slot_is_woken_by_a_free_just_before_it_sleeps() {
-    type HookClient<'r> = Client<
-        'r,
-        N,
-        Silent,
-        HostSemaphore,
-        HookClock,
-        Mutex<Sender<'r, N, Silent>>,
-        Mutex<Consumer<'r, N>>,
-    >;
     const PATIENCE_MS: u32 = 2_000;
-    let window = Window::new();
-    let region = window.region();
-    // SAFETY: the only CPU1 handles of the two rings in this test.
-    let (producer, consumer) = unsafe {
-        (
-            Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
-            Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
-        )
-    };
-    let client: HookClient<'_> = Client::attach(
-        &region,
-        producer,
-        consumer,
-        Silent,
-        HostSemaphore::new,
-        HookClock::default(),
-        ClientConfig {
-            poll_threshold_us: 0,
-            relax: thread::yield_now,
-            swept: false,
-        },
-    );
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
+    let client = attach_clock(&region, HookClock::default(), 0, false);
     let held = client.session(Timeout::NoWait).unwrap();
     let (free_now, told) = mpsc::channel::<()>();
     let (freed, done) = mpsc::channel::<()>();

@@ -1,122 +1,94 @@
 //! The CPU0 serving layer against hostile and well-formed requests, driven
 //! by hand on one thread: the test plays CPU1, writing the exchange slot
-//! and raw messages, and reads the replies from the ring CPU0→CPU1.
-
-mod support;
+//! and raw messages, and reads the replies from the ring CPU0→CPU1. CPU0 is
+//! the host entry point's (`synaptic_serve::loopback`), lent piece by piece
+//! ([`Loopback::by_hand`]): each test hands its server one request, runs
+//! one scheduler step or one intake drain at a time.
 
 use std::num::NonZeroU32;
-use std::sync::Mutex;
 
 use synaptic_abi::{
-    Direction, Errno, Message, Priority, EXCHANGE_INPUT_SIZE, MODEL_NAME_SIZE, MSG_TYPE_INFER_REQ,
+    Errno, Message, Priority, EXCHANGE_INPUT_SIZE, MODEL_NAME_SIZE, MSG_TYPE_INFER_REQ,
     MSG_TYPE_INFER_RESP, MSG_TYPE_MODEL_LOAD, MSG_TYPE_MODEL_UNLOAD, MSG_TYPE_STATUS_REQ,
     MSG_TYPE_STATUS_RESP, REQUEST_FLAG_POLLED,
 };
-use synaptic_ipc::host::HostSemaphore;
-use synaptic_ipc::{Inbox, Sender, Timeout};
+use synaptic_ipc::Timeout;
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{DType, Shape, TensorMeta, TensorRef};
-use synaptic_runtime::npu::{stub_output, NpuDevice, StubNpu};
-use synaptic_runtime::pipeline::{PipelineError, PipelinePool, Stage};
+use synaptic_runtime::npu::stub_output;
+use synaptic_runtime::pipeline::{PipelineError, Stage};
 use synaptic_runtime::process::stages::StageConfig;
 use synaptic_runtime::process::ProcessError;
-use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
-use synaptic_runtime::sched::{JobRequest, Scheduler, StepOutcome};
-use synaptic_runtime::time::{Clock, FakeClock};
-use synaptic_serve::protocol::{infer_payload_len, LOOKUP_PAYLOAD_LEN};
-use synaptic_serve::{
-    Disposition, Intake, Runtime, ServeError, Server, SharedRegion, SharedSender, SlotLedger,
+use synaptic_runtime::registry::{ModelDesc, ModelHandle};
+use synaptic_runtime::sched::{JobRequest, StepOutcome};
+use synaptic_runtime::time::Clock;
+use synaptic_serve::loopback::{
+    Cpu0Inbox, Cpu0Port, Loopback, LoopbackOptions, LoopbackRuntime, RegionBuffer, RING as N, SEED,
+    SLOTS,
 };
+use synaptic_serve::protocol::{infer_payload_len, LOOKUP_PAYLOAD_LEN};
+use synaptic_serve::{Disposition, Intake, ServeError, Server, SharedRegion, SlotLedger};
 
-use support::{Counting, Window, N, SLOTS};
-
-const SEED: u32 = 0x5EED;
 const NPU_US: u64 = 700;
 const KWS_IN: usize = 49 * 10;
 const KWS_OUT: usize = 12;
 const FACE_IN: usize = 96 * 96 * 3;
 const FACE_OUT: usize = 16;
 
-/// The stub NPU, with room for an output larger than a small slot's.
-type Npu<'c> = StubNpu<&'c FakeClock, { 32 * 1024 }, 4096>;
-/// CPU0's one sender, behind the lock the intake and the serving layer share.
-type Port<'a, 'e> = SharedSender<'a, N, &'e Counting, Mutex<Sender<'a, N, &'e Counting>>>;
-
-struct H<'a, 'e> {
-    region: SharedRegion<'a, N>,
-    server: Server<'a, N>,
-    rt: Runtime<'e, 'a, Npu<'e>, FakeClock, 4, 4, 32, 6>,
-    port: Port<'a, 'e>,
-    ledger: SlotLedger,
-    /// CPU0's doorbell to CPU1 (counts interrupts and events).
-    bell: &'e Counting,
-    replies: Consumer<'a, N>,
+/// CPU0's pieces, lent by the loopback, and CPU1's end of the reply ring.
+struct H<'a, 'r> {
+    region: SharedRegion<'r, N>,
+    server: &'a mut Server<'r, N>,
+    rt: LoopbackRuntime<'a, 'r>,
+    /// CPU0's reply port (counts doorbell interrupts and events).
+    port: &'a Cpu0Port<'r>,
+    ledger: &'a SlotLedger,
+    replies: &'a mut Consumer<'r, N>,
     kws: ModelHandle,
     face: ModelHandle,
     hidden: ModelHandle,
 }
 
 fn desc<'n>(name: &'n str, input: &[u32], output: usize) -> ModelDesc<'n> {
-    ModelDesc {
-        name,
-        version: 1,
-        input: TensorMeta::new(DType::Int8, Shape::new(input).unwrap()),
-        output: TensorMeta::vector(DType::Int8, output).unwrap(),
-        flash_offset: 0,
-        flash_size: 0,
-        sram_needed: 0,
-        crc32: 0,
-    }
+    ModelDesc::int8(name, input, output).unwrap()
 }
 
-/// CPU0 with three registered models, two of them exported.
+/// CPU0 of the loopback with three registered models, two of them
+/// exported (its KWS and FACE), a 700 us stub NPU and work memory for a
+/// local job; the test plays CPU1 with raw ring pushes.
 fn run(test: impl FnOnce(&mut H<'_, '_>)) {
-    let window = Window::new();
-    let region = window.region();
-    let clock = FakeClock::new(0);
-    let bell = Counting::default();
-    let mut registry: Registry<4> = Registry::new();
-    let kws = registry.register(&desc("kws", &[49, 10], KWS_OUT)).unwrap();
-    let face = registry
-        .register(&desc("face", &[96, 96, 3], FACE_OUT))
-        .unwrap();
-    let hidden = registry.register(&desc("hidden", &[8], 4)).unwrap();
-    let mut npu: Npu<'_> = StubNpu::new(&clock, SEED);
-    npu.init().unwrap();
-    npu.set_latency_us(NPU_US);
-    let mut pool: PipelinePool<4, 32> = PipelinePool::new();
-    let mut server = Server::new(&region);
-    server.export(&registry, &mut pool, kws).unwrap();
-    server.export(&registry, &mut pool, face).unwrap();
+    run_with_intake(|h, _, _, _| test(h));
+}
+
+/// As [`run`], with CPU1's producer of ring CPU1→CPU0, CPU0's intake on
+/// its other end, and the inbox between the intake and the serving layer.
+fn run_with_intake(
+    test: impl FnOnce(&mut H<'_, '_>, &mut Producer<'_, N>, &mut Intake<'_, N>, &Cpu0Inbox),
+) {
+    let mut buffer = RegionBuffer::new();
     let mut work = vec![0u8; 32 * 1024];
-    let mut scheduler: Scheduler<'_, 6> = Scheduler::new(&mut work);
-    // SAFETY: the only producer of this ring (CPU0's side, played here).
-    let sender = Sender::new(
-        unsafe { Producer::attach(region.ring(Direction::Cpu0ToCpu1)) },
-        &bell,
-    );
-    // SAFETY: the only consumer of this ring (CPU1's side, played here).
-    let replies = unsafe { Consumer::attach(region.ring(Direction::Cpu0ToCpu1)) };
-    let mut h = H {
-        region,
-        server,
-        rt: Runtime {
-            scheduler: &mut scheduler,
-            registry: &mut registry,
-            npu: &mut npu,
-            pipelines: &mut pool,
-            clock: &clock,
-            profiler: None,
-        },
-        port: SharedSender::new(sender),
-        ledger: SlotLedger::new(),
-        bell: &bell,
-        replies,
-        kws,
-        face,
-        hidden,
+    let options = LoopbackOptions {
+        npu_latency_us: NPU_US,
+        work: &mut work,
     };
-    test(&mut h);
+    let mut cores = Loopback::with_options(buffer.bytes(), options).expect("loopback");
+    let (region, kws, face) = (cores.region(), cores.kws(), cores.face());
+    cores.by_hand(|cpu0, cpu1| {
+        let rt = cpu0.rt;
+        let hidden = rt.registry.register(&desc("hidden", &[8], 4)).unwrap();
+        let mut h = H {
+            region,
+            server: cpu0.server,
+            rt,
+            port: cpu0.port,
+            ledger: cpu0.ledger,
+            replies: cpu1.replies,
+            kws,
+            face,
+            hidden,
+        };
+        test(&mut h, cpu1.requests, cpu0.intake, cpu0.inbox);
+    });
 }
 
 fn input_byte(seq: u32, i: usize) -> u8 {
@@ -134,17 +106,31 @@ fn status_req(id: u32, flags: i32) -> Message {
     }
 }
 
-impl<'a> H<'a, '_> {
+impl<'r> H<'_, 'r> {
     fn handle(&mut self, raw: Message) -> Disposition {
         self.server
-            .handle(raw, &mut self.rt, &self.port, &self.ledger)
+            .handle(raw, &mut self.rt, self.port, self.ledger)
     }
 
     fn reply(&mut self) -> Option<Message> {
         self.replies.pop().unwrap()
     }
 
-    fn exchange(&self, slot: usize) -> synaptic_serve::Exchange<'a> {
+    /// `turns` serving turns that do not wait, and every reply they gave:
+    /// id, type, status.
+    fn serve(&mut self, inbox: &Cpu0Inbox, turns: usize) -> Vec<(u32, u8, i32)> {
+        let mut replies = Vec::new();
+        for _ in 0..turns {
+            self.server
+                .poll(inbox, &mut self.rt, self.port, self.ledger, Timeout::NoWait);
+            while let Some(r) = self.reply() {
+                replies.push((r.msg_id, r.msg_type, r.status));
+            }
+        }
+        replies
+    }
+
+    fn exchange(&self, slot: usize) -> synaptic_serve::Exchange<'r> {
         self.region.exchange(slot).expect("a slot of the geometry")
     }
 
@@ -235,7 +221,7 @@ impl<'a> H<'a, '_> {
     /// Step the scheduler until an inference in flight is answered.
     fn finish(&mut self) -> Message {
         for _ in 0..64 {
-            if let Some(done) = self.server.complete(&mut self.rt, &self.port, &self.ledger) {
+            if let Some(done) = self.server.complete(&mut self.rt, self.port, self.ledger) {
                 let reply = self.reply().expect("a reply for the completion");
                 assert_eq!(reply.msg_id, done.msg_id);
                 assert_eq!(reply.status, done.status);
@@ -733,7 +719,7 @@ fn a_remote_realtime_request_runs_at_the_next_stage_boundary_of_a_local_job() {
                 finished: true
             }
         );
-        let done = h.server.complete(&mut h.rt, &h.port, &h.ledger).unwrap();
+        let done = h.server.complete(&mut h.rt, h.port, h.ledger).unwrap();
         assert_eq!(done.status, FACE_OUT as i32);
         assert_eq!(done.latency_us, NPU_US, "no local stage ran in between");
         assert_eq!(h.rt.clock.now_us() - accepted_at, NPU_US);
@@ -749,17 +735,11 @@ fn a_remote_realtime_request_runs_at_the_next_stage_boundary_of_a_local_job() {
 
 #[test]
 fn poll_serves_requests_the_intake_forwarded() {
-    run(|h| {
-        // CPU1's producer and CPU0's intake on the ring CPU1→CPU0.
-        let ring = h.region.ring(Direction::Cpu1ToCpu0);
-        // SAFETY: the only producer and consumer of this ring.
-        let (mut cpu1, consumer) = unsafe { (Producer::attach(ring), Consumer::attach(ring)) };
-        let mut intake = Intake::new(&h.region, consumer);
-        let inbox: Inbox<HostSemaphore, 16> = Inbox::new(HostSemaphore::new());
+    run_with_intake(|h, cpu1, intake, inbox| {
         h.stage(h.kws.raw(), KWS_IN as u32, 1);
         cpu1.push(h.infer_msg(1, Priority::Normal, KWS_IN)).unwrap();
         cpu1.push(status_req(2, 0)).unwrap();
-        assert_eq!(intake.drain(&h.ledger, &inbox, &h.port), 2);
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 2);
         // The status was answered at the front door, behind the request.
         let pong = h.reply().unwrap();
         assert_eq!(
@@ -767,14 +747,7 @@ fn poll_serves_requests_the_intake_forwarded() {
             (2, MSG_TYPE_STATUS_RESP, 1)
         );
         assert_eq!(h.ledger.mask(), 1);
-        let mut replies = Vec::new();
-        for _ in 0..8 {
-            h.server
-                .poll(&inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
-            while let Some(r) = h.reply() {
-                replies.push((r.msg_id, r.msg_type, r.status));
-            }
-        }
+        let replies = h.serve(inbox, 8);
         assert_eq!(replies, [(1, MSG_TYPE_INFER_RESP, KWS_OUT as i32)]);
         assert_eq!(h.output(KWS_OUT), h.expected(h.kws, KWS_IN, KWS_OUT));
         assert_eq!(h.ledger.mask(), 0, "released after the reply");
@@ -790,7 +763,7 @@ fn poll_serves_requests_the_intake_forwarded() {
         // Idle: waits `idle` for the inbox and does nothing.
         assert_eq!(
             h.server
-                .poll(&inbox, &mut h.rt, &h.port, &h.ledger, Timeout::Millis(1)),
+                .poll(inbox, &mut h.rt, h.port, h.ledger, Timeout::Millis(1)),
             0
         );
     });
@@ -828,204 +801,173 @@ fn export_checks_sizes_names_and_capacity() {
     });
 }
 
-/// CPU1's producer and CPU0's intake on the ring CPU1→CPU0, and the inbox
-/// between the intake and the serving layer.
-fn with_intake(
-    h: &mut H<'_, '_>,
-    test: impl FnOnce(
-        &mut H<'_, '_>,
-        &mut Producer<'_, N>,
-        &mut Intake<'_, N>,
-        &Inbox<HostSemaphore, 16>,
-    ),
-) {
-    let ring = h.region.ring(Direction::Cpu1ToCpu0);
-    // SAFETY: the only producer and consumer of this ring.
-    let (mut cpu1, consumer) = unsafe { (Producer::attach(ring), Consumer::attach(ring)) };
-    let mut intake = Intake::new(&h.region, consumer);
-    let inbox: Inbox<HostSemaphore, 16> = Inbox::new(HostSemaphore::new());
-    test(h, &mut cpu1, &mut intake, &inbox);
-}
-
 #[test]
 fn k_slots_are_served_concurrently_and_realtime_overtakes_normal() {
-    run(|h| {
-        with_intake(h, |h, cpu1, intake, inbox| {
-            // Four requests, one per slot; the last one is REALTIME.
-            let plan = [
-                (0, h.face, FACE_IN, FACE_OUT, Priority::Normal),
-                (1, h.kws, KWS_IN, KWS_OUT, Priority::Normal),
-                (2, h.kws, KWS_IN, KWS_OUT, Priority::Normal),
-                (3, h.kws, KWS_IN, KWS_OUT, Priority::RealTime),
-            ];
-            let mut expected = Vec::new();
-            for (k, &(slot, model, len, out_len, priority)) in plan.iter().enumerate() {
-                let id = k as u32 + 1;
-                h.stage_in(slot, model.raw(), len as u32, 100 + id);
-                expected.push(h.expected_in(slot, model, len, out_len));
-                cpu1.push(h.infer_msg_in(slot, id, priority, len)).unwrap();
+    run_with_intake(|h, cpu1, intake, inbox| {
+        // Four requests, one per slot; the last one is REALTIME.
+        let plan = [
+            (0, h.face, FACE_IN, FACE_OUT, Priority::Normal),
+            (1, h.kws, KWS_IN, KWS_OUT, Priority::Normal),
+            (2, h.kws, KWS_IN, KWS_OUT, Priority::Normal),
+            (3, h.kws, KWS_IN, KWS_OUT, Priority::RealTime),
+        ];
+        let mut expected = Vec::new();
+        for (k, &(slot, model, len, out_len, priority)) in plan.iter().enumerate() {
+            let id = k as u32 + 1;
+            h.stage_in(slot, model.raw(), len as u32, 100 + id);
+            expected.push(h.expected_in(slot, model, len, out_len));
+            cpu1.push(h.infer_msg_in(slot, id, priority, len)).unwrap();
+        }
+        cpu1.push(status_req(5, 0)).unwrap();
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 5);
+        // Every slot held, before the serving thread even looked.
+        let pong = h.reply().unwrap();
+        assert_eq!((pong.msg_id, pong.status), (5, 0b1111));
+        assert_eq!(h.server.estimate_us(h.kws), None);
+        let mut order = Vec::new();
+        for _ in 0..16 {
+            h.server
+                .poll(inbox, &mut h.rt, h.port, h.ledger, Timeout::NoWait);
+            if order.is_empty() {
+                assert_eq!(h.server.busy_mask(), 0b0111, "K in flight at once");
             }
-            cpu1.push(status_req(5, 0)).unwrap();
-            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 5);
-            // Every slot held, before the serving thread even looked.
-            let pong = h.reply().unwrap();
-            assert_eq!((pong.msg_id, pong.status), (5, 0b1111));
-            assert_eq!(h.server.estimate_us(h.kws), None);
-            let mut order = Vec::new();
-            for _ in 0..16 {
-                h.server
-                    .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
-                if order.is_empty() {
-                    assert_eq!(h.server.busy_mask(), 0b0111, "K in flight at once");
-                }
-                while let Some(r) = h.reply() {
-                    order.push((r.msg_id, r.status));
-                }
+            while let Some(r) = h.reply() {
+                order.push((r.msg_id, r.status));
             }
-            // REALTIME first, then the NORMAL ones in arrival order.
-            assert_eq!(
-                order,
-                [
-                    (4, KWS_OUT as i32),
-                    (1, FACE_OUT as i32),
-                    (2, KWS_OUT as i32),
-                    (3, KWS_OUT as i32)
-                ]
-            );
-            for (k, &(slot, _, _, out_len, _)) in plan.iter().enumerate() {
-                assert_eq!(h.output_in(slot, out_len), expected[k], "slot {slot}");
-            }
-            assert_eq!(h.ledger.mask(), 0);
-            // Accept-to-reply on the fake clock: all four accepted at 0, one
-            // invoke each, in the order above. Estimates fold as est += (s - est) / 4.
-            let kws = 700 + (2100 - 700) / 4;
-            let kws = kws + (2800 - kws) / 4;
-            assert_eq!(h.server.estimate_us(h.kws), Some(kws));
-            assert_eq!(h.server.estimate_us(h.face), Some(1400));
-            assert_eq!(h.region.service_time(h.kws.raw()), Some(kws));
-            assert_eq!(h.region.service_time(h.face.raw()), Some(1400));
-            assert_eq!(h.region.service_time(h.hidden.raw()), None);
-            let s = h.server.stats();
-            assert_eq!((s.served, s.errors, s.latency_max_us), (4, 0, 2800));
-        });
+        }
+        // REALTIME first, then the NORMAL ones in arrival order.
+        assert_eq!(
+            order,
+            [
+                (4, KWS_OUT as i32),
+                (1, FACE_OUT as i32),
+                (2, KWS_OUT as i32),
+                (3, KWS_OUT as i32)
+            ]
+        );
+        for (k, &(slot, _, _, out_len, _)) in plan.iter().enumerate() {
+            assert_eq!(h.output_in(slot, out_len), expected[k], "slot {slot}");
+        }
+        assert_eq!(h.ledger.mask(), 0);
+        // Accept-to-reply on the fake clock: all four accepted at 0, one
+        // invoke each, in the order above. Estimates fold as est += (s - est) / 4.
+        let kws = 700 + (2100 - 700) / 4;
+        let kws = kws + (2800 - kws) / 4;
+        assert_eq!(h.server.estimate_us(h.kws), Some(kws));
+        assert_eq!(h.server.estimate_us(h.face), Some(1400));
+        assert_eq!(h.region.service_time(h.kws.raw()), Some(kws));
+        assert_eq!(h.region.service_time(h.face.raw()), Some(1400));
+        assert_eq!(h.region.service_time(h.hidden.raw()), None);
+        let s = h.server.stats();
+        assert_eq!((s.served, s.errors, s.latency_max_us), (4, 0, 2800));
     });
 }
 
 #[test]
 fn the_intake_answers_status_and_refuses_bad_requests_without_the_serving_layer() {
-    run(|h| {
-        with_intake(h, |h, cpu1, intake, inbox| {
-            let expect_reply = |h: &mut H<'_, '_>, id: u32, msg_type: u8, status: i32| {
-                let r = h.reply().expect("an answer from the intake");
-                assert_eq!((r.msg_id, r.msg_type, r.status), (id, msg_type, status));
-                r
-            };
-            cpu1.push(status_req(1, 0)).unwrap();
-            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 1);
-            let pong = expect_reply(h, 1, MSG_TYPE_STATUS_RESP, 0);
-            assert_eq!(pong.timestamp_us, 1001, "the requester's timestamp echoed");
+    run_with_intake(|h, cpu1, intake, inbox| {
+        let expect_reply = |h: &mut H<'_, '_>, id: u32, msg_type: u8, status: i32| {
+            let r = h.reply().expect("an answer from the intake");
+            assert_eq!((r.msg_id, r.msg_type, r.status), (id, msg_type, status));
+            r
+        };
+        cpu1.push(status_req(1, 0)).unwrap();
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 1);
+        let pong = expect_reply(h, 1, MSG_TYPE_STATUS_RESP, 0);
+        assert_eq!(pong.timestamp_us, 1001, "the requester's timestamp echoed");
 
-            // A request takes its slot; the status shows it held.
-            h.stage(h.face.raw(), FACE_IN as u32, 2);
-            let expected = h.expected(h.face, FACE_IN, FACE_OUT);
-            cpu1.push(h.infer_msg(2, Priority::Normal, FACE_IN))
-                .unwrap();
-            cpu1.push(status_req(3, 0)).unwrap();
-            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 2);
-            expect_reply(h, 3, MSG_TYPE_STATUS_RESP, 0b0001);
+        // A request takes its slot; the status shows it held.
+        h.stage(h.face.raw(), FACE_IN as u32, 2);
+        let expected = h.expected(h.face, FACE_IN, FACE_OUT);
+        cpu1.push(h.infer_msg(2, Priority::Normal, FACE_IN))
+            .unwrap();
+        cpu1.push(status_req(3, 0)).unwrap();
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 2);
+        expect_reply(h, 3, MSG_TYPE_STATUS_RESP, 0b0001);
 
-            // A second request naming the held slot: -EBUSY, slot untouched.
-            cpu1.push(h.infer_msg(4, Priority::RealTime, FACE_IN))
-                .unwrap();
-            cpu1.push(h.lookup_msg_in(3, 5, b"kws")).unwrap();
-            let busy_lookup = Message {
-                payload_offset: h.slot(),
-                ..h.lookup_msg_in(3, 6, b"kws")
-            };
-            cpu1.push(busy_lookup).unwrap();
-            // Unknown flag bits: -EINVAL, on a slot request and on a status.
-            let flagged = Message {
-                status: 0x4 | REQUEST_FLAG_POLLED,
-                ..h.infer_msg_in(1, 7, Priority::Normal, KWS_IN)
-            };
-            cpu1.push(flagged).unwrap();
-            cpu1.push(status_req(8, 1 << 30)).unwrap();
-            // Naming no slot, unsupported, a stray response, a bad priority.
-            let off_slot = Message {
-                payload_offset: h.slot_at(1) + 64,
-                ..h.infer_msg_in(1, 9, Priority::Normal, KWS_IN)
-            };
-            cpu1.push(off_slot).unwrap();
-            let unload = Message {
-                msg_id: 10,
-                msg_type: MSG_TYPE_MODEL_UNLOAD,
-                ..Message::default()
-            };
-            cpu1.push(unload).unwrap();
-            let stray = Message {
-                msg_id: 11,
-                msg_type: MSG_TYPE_INFER_RESP,
-                ..Message::default()
-            };
-            cpu1.push(stray).unwrap();
-            let bad_priority = Message {
-                priority: 9,
-                ..h.infer_msg_in(2, 12, Priority::Normal, KWS_IN)
-            };
-            cpu1.push(bad_priority).unwrap();
-            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 9);
-            expect_reply(h, 4, MSG_TYPE_INFER_RESP, Errno::Busy.negative());
-            // A lookup on a free small slot goes through to the serving layer.
-            expect_reply(h, 6, MSG_TYPE_MODEL_LOAD, Errno::Busy.negative());
-            let r = expect_reply(h, 7, MSG_TYPE_INFER_RESP, Errno::Inval.negative());
-            assert_eq!(r.payload_len, 0, "a refusal hands no slot back");
-            expect_reply(h, 8, MSG_TYPE_STATUS_RESP, Errno::Inval.negative());
-            expect_reply(h, 9, MSG_TYPE_INFER_RESP, Errno::Fault.negative());
-            expect_reply(h, 10, MSG_TYPE_MODEL_UNLOAD, Errno::NotSup.negative());
-            expect_reply(h, 12, MSG_TYPE_INFER_RESP, Errno::BadMsg.negative());
-            assert!(h.reply().is_none(), "the stray response is dropped");
-            // Refused requests took no slot; the holder's slot is untouched.
-            assert_eq!(h.ledger.mask(), 0b1001);
-            let header = h.exchange(0).read_header();
-            assert_eq!(
-                (header.model, header.input_len),
-                (h.face.raw(), FACE_IN as u32)
-            );
-            let i = intake.stats();
-            // The flagged status is a refusal, not a status answered.
-            assert_eq!(
-                (i.requests, i.status, i.forwarded, i.ignored),
-                (12, 2, 2, 1)
-            );
-            assert_eq!((i.busy, i.errors, i.violations), (2, 7, 7));
-            assert_eq!(
-                h.server.stats().requests,
-                0,
-                "the serving layer saw nothing yet"
-            );
+        // A second request naming the held slot: -EBUSY, slot untouched.
+        cpu1.push(h.infer_msg(4, Priority::RealTime, FACE_IN))
+            .unwrap();
+        cpu1.push(h.lookup_msg_in(3, 5, b"kws")).unwrap();
+        let busy_lookup = Message {
+            payload_offset: h.slot(),
+            ..h.lookup_msg_in(3, 6, b"kws")
+        };
+        cpu1.push(busy_lookup).unwrap();
+        // Unknown flag bits: -EINVAL, on a slot request and on a status.
+        let flagged = Message {
+            status: 0x4 | REQUEST_FLAG_POLLED,
+            ..h.infer_msg_in(1, 7, Priority::Normal, KWS_IN)
+        };
+        cpu1.push(flagged).unwrap();
+        cpu1.push(status_req(8, 1 << 30)).unwrap();
+        // Naming no slot, unsupported, a stray response, a bad priority.
+        let off_slot = Message {
+            payload_offset: h.slot_at(1) + 64,
+            ..h.infer_msg_in(1, 9, Priority::Normal, KWS_IN)
+        };
+        cpu1.push(off_slot).unwrap();
+        let unload = Message {
+            msg_id: 10,
+            msg_type: MSG_TYPE_MODEL_UNLOAD,
+            ..Message::default()
+        };
+        cpu1.push(unload).unwrap();
+        let stray = Message {
+            msg_id: 11,
+            msg_type: MSG_TYPE_INFER_RESP,
+            ..Message::default()
+        };
+        cpu1.push(stray).unwrap();
+        let bad_priority = Message {
+            priority: 9,
+            ..h.infer_msg_in(2, 12, Priority::Normal, KWS_IN)
+        };
+        cpu1.push(bad_priority).unwrap();
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 9);
+        expect_reply(h, 4, MSG_TYPE_INFER_RESP, Errno::Busy.negative());
+        // A lookup on a free small slot goes through to the serving layer.
+        expect_reply(h, 6, MSG_TYPE_MODEL_LOAD, Errno::Busy.negative());
+        let r = expect_reply(h, 7, MSG_TYPE_INFER_RESP, Errno::Inval.negative());
+        assert_eq!(r.payload_len, 0, "a refusal hands no slot back");
+        expect_reply(h, 8, MSG_TYPE_STATUS_RESP, Errno::Inval.negative());
+        expect_reply(h, 9, MSG_TYPE_INFER_RESP, Errno::Fault.negative());
+        expect_reply(h, 10, MSG_TYPE_MODEL_UNLOAD, Errno::NotSup.negative());
+        expect_reply(h, 12, MSG_TYPE_INFER_RESP, Errno::BadMsg.negative());
+        assert!(h.reply().is_none(), "the stray response is dropped");
+        // Refused requests took no slot; the holder's slot is untouched.
+        assert_eq!(h.ledger.mask(), 0b1001);
+        let header = h.exchange(0).read_header();
+        assert_eq!(
+            (header.model, header.input_len),
+            (h.face.raw(), FACE_IN as u32)
+        );
+        let i = intake.stats();
+        // The flagged status is a refusal, not a status answered.
+        assert_eq!(
+            (i.requests, i.status, i.forwarded, i.ignored),
+            (12, 2, 2, 1)
+        );
+        assert_eq!((i.busy, i.errors, i.violations), (2, 7, 7));
+        assert_eq!(
+            h.server.stats().requests,
+            0,
+            "the serving layer saw nothing yet"
+        );
 
-            // The serving layer answers the two it was handed, correctly.
-            let mut answered = Vec::new();
-            for _ in 0..8 {
-                h.server
-                    .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
-                while let Some(r) = h.reply() {
-                    answered.push((r.msg_id, r.msg_type, r.status));
-                }
-            }
-            assert_eq!(
-                answered,
-                [
-                    (5, MSG_TYPE_MODEL_LOAD, h.kws.raw() as i32),
-                    (2, MSG_TYPE_INFER_RESP, FACE_OUT as i32)
-                ]
-            );
-            assert_eq!(h.output(FACE_OUT), expected);
-            assert_eq!(h.ledger.mask(), 0);
-            // Every reply rang the doorbell but the refusal of request 7,
-            // which asked to poll (a known flag, honoured on the refusal).
-            assert_eq!((h.bell.rings(), h.bell.events()), (10, 1));
-        });
+        // The serving layer answers the two it was handed, correctly.
+        assert_eq!(
+            h.serve(inbox, 8),
+            [
+                (5, MSG_TYPE_MODEL_LOAD, h.kws.raw() as i32),
+                (2, MSG_TYPE_INFER_RESP, FACE_OUT as i32)
+            ]
+        );
+        assert_eq!(h.output(FACE_OUT), expected);
+        assert_eq!(h.ledger.mask(), 0);
+        // Every reply rang the doorbell but the refusal of request 7,
+        // which asked to poll (a known flag, honoured on the refusal).
+        assert_eq!((h.port.rings(), h.port.events()), (10, 1));
     });
 }
 
@@ -1061,46 +1003,44 @@ fn unknown_flag_bits_are_refused_by_the_serving_layer_too() {
 
 #[test]
 fn polled_requests_are_answered_without_a_doorbell_interrupt() {
-    run(|h| {
-        with_intake(h, |h, cpu1, intake, inbox| {
-            cpu1.push(status_req(1, REQUEST_FLAG_POLLED)).unwrap();
-            h.stage_in(3, h.kws.raw(), KWS_IN as u32, 2);
-            let polled = Message {
-                status: REQUEST_FLAG_POLLED,
-                ..h.infer_msg_in(3, 2, Priority::Normal, KWS_IN)
-            };
-            cpu1.push(polled).unwrap();
-            // A polled request refused (its slot is held) is answered polled too.
-            cpu1.push(Message {
-                msg_id: 3,
-                ..polled
-            })
-            .unwrap();
-            intake.drain(&h.ledger, inbox, &h.port);
-            while h
-                .server
-                .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait)
-                > 0
-            {}
-            let mut replies = Vec::new();
-            while let Some(r) = h.reply() {
-                replies.push((r.msg_id, r.status));
-            }
-            assert_eq!(
-                replies,
-                [(1, 0), (3, Errno::Busy.negative()), (2, KWS_OUT as i32)]
-            );
-            assert_eq!(
-                (h.bell.rings(), h.bell.events()),
-                (0, 3),
-                "events, no interrupts"
-            );
-            // An interrupt-driven request rings.
-            cpu1.push(status_req(4, 0)).unwrap();
-            intake.drain(&h.ledger, inbox, &h.port);
-            assert_eq!(h.reply().unwrap().msg_id, 4);
-            assert_eq!((h.bell.rings(), h.bell.events()), (1, 3));
-        });
+    run_with_intake(|h, cpu1, intake, inbox| {
+        cpu1.push(status_req(1, REQUEST_FLAG_POLLED)).unwrap();
+        h.stage_in(3, h.kws.raw(), KWS_IN as u32, 2);
+        let polled = Message {
+            status: REQUEST_FLAG_POLLED,
+            ..h.infer_msg_in(3, 2, Priority::Normal, KWS_IN)
+        };
+        cpu1.push(polled).unwrap();
+        // A polled request refused (its slot is held) is answered polled too.
+        cpu1.push(Message {
+            msg_id: 3,
+            ..polled
+        })
+        .unwrap();
+        intake.drain(h.ledger, inbox, h.port);
+        while h
+            .server
+            .poll(inbox, &mut h.rt, h.port, h.ledger, Timeout::NoWait)
+            > 0
+        {}
+        let mut replies = Vec::new();
+        while let Some(r) = h.reply() {
+            replies.push((r.msg_id, r.status));
+        }
+        assert_eq!(
+            replies,
+            [(1, 0), (3, Errno::Busy.negative()), (2, KWS_OUT as i32)]
+        );
+        assert_eq!(
+            (h.port.rings(), h.port.events()),
+            (0, 3),
+            "events, no interrupts"
+        );
+        // An interrupt-driven request rings.
+        cpu1.push(status_req(4, 0)).unwrap();
+        intake.drain(h.ledger, inbox, h.port);
+        assert_eq!(h.reply().unwrap().msg_id, 4);
+        assert_eq!((h.port.rings(), h.port.events()), (1, 3));
     });
 }
 
@@ -1156,72 +1096,65 @@ impl<P: synaptic_serve::ReplyPort> synaptic_serve::ReplyPort for Preempted<'_, P
 
 #[test]
 fn a_request_sent_the_moment_cpu1_has_the_reply_is_not_refused() {
-    run(|h| {
-        with_intake(h, |h, cpu1, intake, inbox| {
-            let region = h.region;
-            let kws = h.kws;
-            h.stage(kws.raw(), KWS_IN as u32, 1);
-            cpu1.push(h.infer_msg(1, Priority::Normal, KWS_IN)).unwrap();
-            let next = h.infer_msg(2, Priority::Normal, KWS_IN);
-            assert_eq!(intake.drain(&h.ledger, inbox, &h.port), 1);
-            let mut second_input = Vec::new();
-            let mut seen = Vec::new();
-            {
-                let (replies, ledger, port) = (&mut h.replies, &h.ledger, &h.port);
-                let (second_input, seen) = (&mut second_input, &mut seen);
-                let (cpu1, intake_in_hook) = (&mut *cpu1, &mut *intake);
-                let mut fired = false;
-                let preempted = Preempted {
-                    port,
-                    hook: std::cell::RefCell::new(Box::new(move || {
-                        if fired {
-                            return;
-                        }
-                        fired = true;
-                        // CPU1 pops the reply: the slot is its own again ...
-                        let reply = replies.pop().unwrap().unwrap();
-                        seen.push((reply.msg_id, reply.status));
-                        // ... stages the next input and sends it, with a status.
-                        let exchange = region.exchange(0).unwrap();
-                        exchange.set_request(kws.raw(), KWS_IN as u32);
-                        // SAFETY: CPU1 owns the slot between the reply and its request.
-                        let input = unsafe { exchange.input_mut() };
-                        for (i, b) in input[..KWS_IN].iter_mut().enumerate() {
-                            *b = input_byte(2, i);
-                        }
-                        second_input.extend_from_slice(&input[..KWS_IN]);
-                        cpu1.push(next).unwrap();
-                        cpu1.push(status_req(3, 0)).unwrap();
-                        // CPU0's ISR runs before the serving layer goes on.
-                        assert_eq!(intake_in_hook.drain(ledger, inbox, port), 2);
-                        while let Some(r) = replies.pop().unwrap() {
-                            seen.push((r.msg_id, r.status));
-                        }
-                    })),
-                };
-                // One turn: accept request 1, run it, answer it (the hook
-                // runs inside that answer).
-                h.server
-                    .poll(inbox, &mut h.rt, &preempted, &h.ledger, Timeout::NoWait);
-            }
-            // Reply 1, then the status (slot 0 held: by request 2 now). No -EBUSY.
-            assert_eq!(seen, [(1, KWS_OUT as i32), (3, 0b0001)]);
-            assert_eq!(h.ledger.mask(), 0b0001, "request 2 holds the slot");
-            let mut replies = Vec::new();
-            for _ in 0..4 {
-                h.server
-                    .poll(inbox, &mut h.rt, &h.port, &h.ledger, Timeout::NoWait);
-                while let Some(r) = h.reply() {
-                    replies.push((r.msg_id, r.status));
-                }
-            }
-            assert_eq!(replies, [(2, KWS_OUT as i32)]);
-            let mut expected = vec![0u8; KWS_OUT];
-            stub_output(SEED, kws.raw(), &second_input, &mut expected);
-            assert_eq!(h.output(KWS_OUT), expected);
-            assert_eq!(h.ledger.mask(), 0);
-            let i = intake.stats();
-            assert_eq!((i.busy, i.errors, i.forwarded), (0, 0, 2));
-        });
+    run_with_intake(|h, cpu1, intake, inbox| {
+        let region = h.region;
+        let kws = h.kws;
+        h.stage(kws.raw(), KWS_IN as u32, 1);
+        cpu1.push(h.infer_msg(1, Priority::Normal, KWS_IN)).unwrap();
+        let next = h.infer_msg(2, Priority::Normal, KWS_IN);
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 1);
+        let mut second_input = Vec::new();
+        let mut seen = Vec::new();
+        {
+            let (replies, ledger, port) = (&mut h.replies, h.ledger, h.port);
+            let (second_input, seen) = (&mut second_input, &mut seen);
+            let (cpu1, intake_in_hook) = (&mut *cpu1, &mut *intake);
+            let mut fired = false;
+            let preempted = Preempted {
+                port,
+                hook: std::cell::RefCell::new(Box::new(move || {
+                    if fired {
+                        return;
+                    }
+                    fired = true;
+                    // CPU1 pops the reply: the slot is its own again ...
+                    let reply = replies.pop().unwrap().unwrap();
+                    seen.push((reply.msg_id, reply.status));
+                    // ... stages the next input and sends it, with a status.
+                    let exchange = region.exchange(0).unwrap();
+                    exchange.set_request(kws.raw(), KWS_IN as u32);
+                    // SAFETY: CPU1 owns the slot between the reply and its request.
+                    let input = unsafe { exchange.input_mut() };
+                    for (i, b) in input[..KWS_IN].iter_mut().enumerate() {
+                        *b = input_byte(2, i);
+                    }
+                    second_input.extend_from_slice(&input[..KWS_IN]);
+                    cpu1.push(next).unwrap();
+                    cpu1.push(status_req(3, 0)).unwrap();
+                    // CPU0's ISR runs before the serving layer goes on.
+                    assert_eq!(intake_in_hook.drain(ledger, inbox, port), 2);
+                    while let Some(r) = replies.pop().unwrap() {
+                        seen.push((r.msg_id, r.status));
+                    }
+                })),
+            };
+            // One turn: accept request 1, run it, answer it (the hook
+            // runs inside that answer).
+            h.server
+                .poll(inbox, &mut h.rt, &preempted, h.ledger, Timeout::NoWait);
+        }
+        // Reply 1, then the status (slot 0 held: by request 2 now). No -EBUSY.
+        assert_eq!(seen, [(1, KWS_OUT as i32), (3, 0b0001)]);
+        assert_eq!(h.ledger.mask(), 0b0001, "request 2 holds the slot");
+        assert_eq!(
+            h.serve(inbox, 4),
+            [(2, MSG_TYPE_INFER_RESP, KWS_OUT as i32)]
+        );
+        let mut expected = vec![0u8; KWS_OUT];
+        stub_output(SEED, kws.raw(), &second_input, &mut expected);
+        assert_eq!(h.output(KWS_OUT), expected);
+        assert_eq!(h.ledger.mask(), 0);
+        let i = intake.stats();
+        assert_eq!((i.busy, i.errors, i.forwarded), (0, 0, 2));
     });
 }

@@ -36,35 +36,27 @@ use synaptic_ipc::host::HostSemaphore;
 use synaptic_ipc::{Doorbell, Inbox, IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{TensorMeta, TensorRef};
-use synaptic_runtime::npu::{NpuDevice, StubNpu};
 use synaptic_runtime::pipeline::{PipelineId, PipelinePool, Stage};
 use synaptic_runtime::process::stages::StageConfig;
 use synaptic_runtime::process::ProcessError;
-use synaptic_runtime::registry::{ModelHandle, Registry};
+use synaptic_runtime::registry::ModelHandle;
 use synaptic_runtime::sched::{JobId, JobRequest, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, Delay, FakeClock};
 use synaptic_serve::host::MonotonicClock;
+use synaptic_serve::loopback::{Service, ServiceRuntime, JOBS};
 use synaptic_serve::{
-    Disposition, Intake, ReplyPort, Runtime, ServeStats, Server, SharedRegion, SharedSender,
-    SlotLedger,
+    Disposition, Intake, ReplyPort, ServeStats, Server, SharedRegion, SharedSender, SlotLedger,
 };
 
-use crate::models::{FACE, KWS, SEED};
+use crate::models::{KWS, SEED};
 use crate::RING;
 
 /// Entries of CPU0's inbox between its intake and serving threads (at
 /// least one per exchange slot: the intake never posts more).
 pub const INBOX_ENTRIES: usize = 16;
 
-/// Jobs the simulated scheduler holds: one per exchange slot, the local
-/// job, and one spare.
-const MAX_JOBS: usize = 6;
-
 /// Fake time a local pre/postprocessing stage takes, microseconds.
 pub const STAGE_US: u64 = 250;
-
-/// Stage limit of the simulated pipelines.
-const MAX_STAGES: usize = 64;
 
 /// How long the harness waits for CPU0 to come up before giving up.
 const START_LIMIT: Duration = Duration::from_secs(20);
@@ -655,40 +647,25 @@ pub(crate) fn serve(
     } else {
         SimClock::Wall(MonotonicClock::new())
     };
-    let mut registry: Registry<4> = Registry::new();
-    let face = registry.register(&FACE.desc()).expect("register face");
-    let kws = registry.register(&KWS.desc()).expect("register kws");
-    let mut npu: StubNpu<&SimClock> = StubNpu::new(&clock, SEED);
-    npu.init().expect("NPU init");
-    npu.set_latency_us(config.npu_latency_us);
-    npu.fail_every(config.fail_every);
-    npu.fail_on_marker(config.fail_on_marker);
-    let mut pool: PipelinePool<4, MAX_STAGES> = PipelinePool::new();
     let mut server: Server<'_, RING> = Server::new(&region);
-    server
-        .export(&registry, &mut pool, face)
-        .expect("export face");
-    server
-        .export(&registry, &mut pool, kws)
-        .expect("export kws");
-    let local = config
-        .local_job
-        .map(|job| (local_pipeline(&mut pool, kws, &job), job));
+    let mut service = Service::new(&mut server, &clock, SEED).expect("CPU0's models");
+    service.npu.set_latency_us(config.npu_latency_us);
+    service.npu.fail_every(config.fail_every);
+    service.npu.fail_on_marker(config.fail_on_marker);
+    let local = config.local_job.map(|job| {
+        (
+            local_pipeline(&mut service.pipelines, service.kws, &job),
+            job,
+        )
+    });
     // The local job's input must outlive the scheduler, which borrows it.
     let local_input = vec![1u8; KWS.input_len()];
     let local_meta = KWS.desc().input;
     let mut work = vec![0u8; 24 * 1024];
-    let mut scheduler: Scheduler<'_, MAX_JOBS> = Scheduler::new(&mut work);
+    let mut scheduler: Scheduler<'_, JOBS> = Scheduler::new(&mut work);
     let mut core = Core {
         server,
-        rt: Runtime {
-            scheduler: &mut scheduler,
-            registry: &mut registry,
-            npu: &mut npu,
-            pipelines: &mut pool,
-            clock: &clock,
-            profiler: None,
-        },
+        rt: service.runtime(&mut scheduler, &clock),
         replies,
         ledger,
         control,
@@ -750,7 +727,7 @@ pub(crate) fn serve(
 /// `'p`: the reply port's ring, invariant behind its mutex).
 struct Core<'a, 'e, 'p> {
     server: Server<'a, RING>,
-    rt: Runtime<'e, 'a, StubNpu<&'e SimClock>, SimClock, 4, 4, MAX_STAGES, MAX_JOBS>,
+    rt: ServiceRuntime<'e, 'a, &'e SimClock, SimClock>,
     replies: &'e Replies<'p>,
     ledger: &'e SlotLedger,
     control: &'e Cpu0Control,

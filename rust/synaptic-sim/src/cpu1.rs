@@ -13,7 +13,6 @@
 //! threads all end before the life does.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
 
@@ -24,6 +23,7 @@ use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::registry::ModelHandle;
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::host::MonotonicClock;
+use synaptic_serve::loopback::{ring_ends, MutexClient};
 use synaptic_serve::{Client, ClientError, ClientStats, SharedRegion, Wait};
 
 use crate::models::{expected_output, fill_input, SimModel};
@@ -34,15 +34,7 @@ pub type Cpu1Sender<'r> = Sender<'r, RING, SemaphoreDoorbell<'r>>;
 
 /// The client as the simulated CPU1 builds it: host doorbell to CPU0, host
 /// semaphores, monotonic clock, `std::sync::Mutex` as both local locks.
-pub type SimClient<'r> = Client<
-    'r,
-    RING,
-    SemaphoreDoorbell<'r>,
-    HostSemaphore,
-    MonotonicClock,
-    Mutex<Cpu1Sender<'r>>,
-    Mutex<Consumer<'r, RING>>,
->;
+pub type SimClient<'r> = MutexClient<'r, SemaphoreDoorbell<'r>, HostSemaphore, MonotonicClock>;
 
 /// How one CPU1 life is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -416,12 +408,7 @@ impl<'s> Sim<'s> {
         // life is dropped before it ends (the caller drops them before the
         // guard), so these are the only producer of CPU1→CPU0 and the only
         // consumer of CPU0→CPU1 while they live.
-        let (producer, consumer) = unsafe {
-            (
-                Producer::attach(region.ring(Direction::Cpu1ToCpu0)),
-                Consumer::attach(region.ring(Direction::Cpu0ToCpu1)),
-            )
-        };
+        let (consumer, producer) = unsafe { ring_ends(&region, Direction::Cpu0ToCpu1) };
         let first_id = synaptic_serve::protocol::first_id_after_restart(producer.head());
         (alive, producer, consumer, first_id)
     }

@@ -1,13 +1,21 @@
 //! Two-core host simulator: CPU0 and CPU1 as threads over one shared buffer
 //! laid out exactly per ABI v2, with reset, stall and delay injection.
 //!
-//! The shared buffer is 96 KiB (the platforms' window), 64-byte aligned:
-//! control block, ring CPU0→CPU1, ring CPU1→CPU0, the service-time table,
-//! then the payload pool holding the K = 4 exchange slots ([`window`]).
-//! Everything above it is the real code: `synaptic-ring` rings,
-//! `synaptic-ipc` senders and inboxes with host semaphore doorbells,
+//! The shared buffer is 96 KiB (the platforms' window, [`SHARED_SIZE`]),
+//! 64-byte aligned: control block, ring CPU0→CPU1, ring CPU1→CPU0, the
+//! service-time table, then the payload pool holding the K = 4 exchange
+//! slots ([`SLOTS`]). Everything above it is the real code: `synaptic-ring`
+//! rings, `synaptic-ipc` senders and inboxes with host semaphore doorbells,
 //! `synaptic-runtime`'s registry, stub NPU and scheduler, and
 //! `synaptic-serve`'s intake, server and client.
+//!
+//! The pieces are the host entry point's ([`synaptic_serve::loopback`]),
+//! which stands the same two cores up on one thread: its buffer and
+//! [`publish`](synaptic_serve::loopback::publish), its ring ends, CPU0's
+//! [`Service`](synaptic_serve::loopback::Service) (models, pipelines, stub
+//! NPU) and its client type. What is the simulator's own is the threads,
+//! the wall clock (or a fake one that moves only in the NPU and in local
+//! stages), the doorbells between them, and injection.
 //!
 //! * [`run`] publishes the region, starts CPU0 (an "ISR" thread running the
 //!   intake on each doorbell, and a serving thread that owns the runtime and
@@ -37,16 +45,15 @@
 pub mod cpu0;
 pub mod cpu1;
 pub mod models;
-pub mod window;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread;
 
-use synaptic_abi::{Direction, RING_ENTRIES_DEFAULT};
+use synaptic_abi::{Direction, SlotGeometry};
 use synaptic_ipc::host::HostSemaphore;
 use synaptic_ipc::Inbox;
-use synaptic_ring::{Consumer, Producer};
+use synaptic_serve::loopback::{self, RegionBuffer};
 use synaptic_serve::{SharedRegion, SlotLedger};
 
 pub use cpu0::{
@@ -57,10 +64,17 @@ pub use cpu1::{
     Checked, Cpu1, Cpu1Config, Cpu1Report, Cpu1Sender, RawCpu1, Request, SimClient, SlotChoice,
 };
 pub use models::{expected_output, fill_input, SimModel, FACE, KWS, SEED};
-pub use window::{SharedWindow, SHARED_SIZE, SLOTS};
 
 /// Ring entries of the simulated region (the Kconfig default).
-pub const RING: usize = RING_ENTRIES_DEFAULT;
+pub const RING: usize = loopback::RING;
+
+/// The exchange slots of the simulated region: K = 4, the frame slot
+/// (27,648 in / 4,096 out) and three small slots (4,096 / 1,024), the
+/// Kconfig default.
+pub const SLOTS: SlotGeometry = loopback::SLOTS;
+
+/// Bytes of the shared window (the platforms' 96 KiB).
+pub const SHARED_SIZE: usize = synaptic_abi::memory_map::SHARED_SIZE as usize;
 
 /// What a test body sees: the region, CPU0's controls, and CPU1 lives.
 pub struct Sim<'s> {
@@ -130,8 +144,8 @@ impl<F: Fn()> Drop for StopOnDrop<F> {
 /// When CPU0 cannot start (a model fails to register or export), and when
 /// `body` or a CPU0 thread panics.
 pub fn run<R>(config: Cpu0Config, body: impl FnOnce(&Sim<'_>) -> R) -> (R, Cpu0Report) {
-    let mut window = SharedWindow::new();
-    let region = window.publish();
+    let mut window = RegionBuffer::with_len(SHARED_SIZE);
+    let region = loopback::publish(window.bytes()).expect("the window holds the region");
     let cpu0_bell = HostSemaphore::new();
     let cpu1_bell = HostSemaphore::new();
     let control = Arc::new(Cpu0Control::default());
@@ -139,12 +153,7 @@ pub fn run<R>(config: Cpu0Config, body: impl FnOnce(&Sim<'_>) -> R) -> (R, Cpu0R
     let ledger = SlotLedger::new();
     // SAFETY: CPU0's handles: the only consumer of CPU1→CPU0 and the only
     // producer of CPU0→CPU1 for as long as the simulation runs.
-    let (requests, producer) = unsafe {
-        (
-            Consumer::attach(region.ring(Direction::Cpu1ToCpu0)),
-            Producer::attach(region.ring(Direction::Cpu0ToCpu1)),
-        )
-    };
+    let (requests, producer) = unsafe { loopback::ring_ends(&region, Direction::Cpu1ToCpu0) };
     let replies = cpu0::Replies::new(producer, Cpu0Doorbell::new(&cpu1_bell, &control));
     let (value, intake, mut report) = thread::scope(|s| {
         let stop = StopOnDrop(|| control.stop(&cpu0_bell));
