@@ -481,6 +481,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 
     /// The bytes of graph input `index` (int8 values as two's-complement bytes).
     ///
+    /// Write them before every [`invoke`](Self::invoke): like TFLite Micro's
+    /// planner, this one lets later tensors reuse an input's bytes once the
+    /// input has been consumed, so after a run they hold something else.
+    ///
     /// # Errors
     ///
     /// [`Error::IndexOutOfRange`] past the last input.
