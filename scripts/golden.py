@@ -8,6 +8,11 @@ models/golden/<model>.txt:
 
     <input name> <output bytes in hex>
 
+and, for the shipped inputs, models/golden/<model>.layers.txt with every
+operator's output (the intermediate tensors too):
+
+    <input name> <operator index> <byte count> <FNV-1a 64 of the bytes, hex>
+
 rust/synaptic-tflite's golden test reads these files, regenerates the same
 inputs (the shipped files, and the same xorshift32 streams) and requires every
 output byte to be equal.
@@ -111,6 +116,7 @@ def interpreter(model):
     it = Interpreter(
         model_content=for_reference(model),
         experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+        experimental_preserve_all_tensors=True,
     )
     it.allocate_tensors()
     return it
@@ -127,17 +133,34 @@ def run(it, data):
     return it.get_tensor(out["index"]).tobytes()
 
 
+def fnv1a64(data):
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def layer_lines(it, label):
+    lines = []
+    for op in it._get_ops_details():
+        (out,) = op["outputs"]
+        data = it.get_tensor(out).tobytes()
+        lines.append(f"{label} {op['index']} {len(data)} {fnv1a64(data):016x}\n")
+    return lines
+
+
 def golden_lines(name):
     model = (MODELS / f"{name}.tflite").read_bytes()
     it = interpreter(model)
     n = int(np.prod(it.get_input_details()[0]["shape"]))
-    lines = []
+    lines, layers = [], []
     for label, path in SHIPPED[name]:
         raw = (MODELS / path).read_bytes()
         lines.append((label, run(it, bytes(b ^ 0x80 for b in raw))))
+        layers += layer_lines(it, label)
     for k in range(RANDOM_INPUTS):
         lines.append((f"random{k}", run(it, xorshift32_bytes(random_seed(k), n))))
-    return "".join(f"{label} {out.hex()}\n" for label, out in lines)
+    return "".join(f"{label} {out.hex()}\n" for label, out in lines), "".join(layers)
 
 
 def main():
@@ -146,18 +169,21 @@ def main():
     args = ap.parse_args()
     status = 0
     for name in SHIPPED:
-        text = golden_lines(name)
-        path = MODELS / "golden" / f"{name}.txt"
-        if args.check:
-            if not path.exists() or path.read_text() != text:
-                print(f"golden: {path.relative_to(ROOT)} differs from the reference", file=sys.stderr)
-                status = 1
+        outputs, layers = golden_lines(name)
+        for path, text in [
+            (MODELS / "golden" / f"{name}.txt", outputs),
+            (MODELS / "golden" / f"{name}.layers.txt", layers),
+        ]:
+            if args.check:
+                if not path.exists() or path.read_text() != text:
+                    print(f"golden: {path.relative_to(ROOT)} differs from the reference", file=sys.stderr)
+                    status = 1
+                else:
+                    print(f"golden: {path.relative_to(ROOT)} matches ({text.count(chr(10))} lines)")
             else:
-                print(f"golden: {path.relative_to(ROOT)} matches ({text.count(chr(10))} inputs)")
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            print(f"golden: wrote {path.relative_to(ROOT)} ({text.count(chr(10))} inputs)")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                print(f"golden: wrote {path.relative_to(ROOT)} ({text.count(chr(10))} lines)")
     return status
 
 

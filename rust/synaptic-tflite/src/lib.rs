@@ -519,8 +519,21 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// Only on internal inconsistencies ([`Error::Internal`]); the model was
     /// validated when parsed.
     pub fn invoke(&mut self) -> Result<(), Error> {
+        self.invoke_observed(|_, _| {})
+    }
+
+    /// [`invoke`](Self::invoke), handing each operator's output bytes to
+    /// `observe(operator index, bytes)` right after the operator ran (before
+    /// a later tensor may reuse them): for per-layer checks and profiling.
+    ///
+    /// # Errors
+    ///
+    /// As [`invoke`](Self::invoke).
+    pub fn invoke_observed(&mut self, mut observe: impl FnMut(usize, &[u8])) -> Result<(), Error> {
         for k in 0..self.model.operator_count() {
             self.run(k)?;
+            let range = self.range(self.model.prepare(k)?.output)?;
+            observe(k, self.arena.get(range).ok_or(SHAPE)?);
         }
         Ok(())
     }

@@ -1,6 +1,8 @@
 //! Every output byte of the interpreter against TFLite's reference kernels
 //! (LiteRT, `OpResolverType.BUILTIN_REF`), for the shipped test inputs and the
-//! pseudo-random inputs of `scripts/golden.py`: 0 differing bytes.
+//! pseudo-random inputs of `scripts/golden.py`: 0 differing bytes. For the
+//! shipped inputs every operator's output (all intermediate tensors) is
+//! compared too, through its length and FNV-1a 64 hash.
 
 use std::path::PathBuf;
 
@@ -27,6 +29,12 @@ fn random_input(k: u32, n: usize) -> Vec<u8> {
         .collect()
 }
 
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xCBF2_9CE4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3)
+    })
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -38,7 +46,9 @@ fn check_model(name: &str, shipped: &[(&str, &str)]) -> (usize, usize) {
     let mut arena = vec![0u8; 256 * 1024];
     let mut interpreter = Interpreter::new(&model, &mut arena).expect("arena suffices");
     let golden = String::from_utf8(read(&format!("golden/{name}.txt"))).unwrap();
+    let layers = String::from_utf8(read(&format!("golden/{name}.layers.txt"))).unwrap();
     let (mut compared, mut differing, mut lines) = (0, 0, 0);
+    let (mut layer_bytes, mut layers_differing, mut layers_checked) = (0, 0, 0);
     for line in golden.lines() {
         let (label, want) = line.split_once(' ').expect("golden line: <name> <hex>");
         let n = interpreter.input_mut(0).unwrap().len();
@@ -50,7 +60,28 @@ fn check_model(name: &str, shipped: &[(&str, &str)]) -> (usize, usize) {
             }
         };
         interpreter.input_mut(0).unwrap().copy_from_slice(&input);
-        interpreter.invoke().expect("invoke");
+        // (operator, length, hash) of every operator's output.
+        let mut seen = Vec::new();
+        interpreter
+            .invoke_observed(|k, bytes| seen.push((k, bytes.len(), fnv1a64(bytes))))
+            .expect("invoke");
+        for layer in layers
+            .lines()
+            .filter(|l| l.split(' ').next() == Some(label))
+        {
+            let f: Vec<&str> = layer.split(' ').collect();
+            let k: usize = f[1].parse().unwrap();
+            let len: usize = f[2].parse().unwrap();
+            let hash = u64::from_str_radix(f[3], 16).unwrap();
+            let (_, got_len, got_hash) = seen[k];
+            assert_eq!(got_len, len, "{name}/{label}: operator {k} output length");
+            if got_hash != hash {
+                eprintln!("{name}/{label}: operator {k} output differs from the reference");
+                layers_differing += 1;
+            }
+            layer_bytes += len;
+            layers_checked += 1;
+        }
         let got = hex(interpreter.output(0).unwrap());
         assert_eq!(got.len(), want.len(), "{name}/{label}: output length");
         let d = got
@@ -70,8 +101,16 @@ fn check_model(name: &str, shipped: &[(&str, &str)]) -> (usize, usize) {
         lines >= shipped.len() + 16,
         "{name}: golden file incomplete"
     );
+    assert_eq!(
+        layers_checked,
+        shipped.len() * model.operator_count(),
+        "{name}: layer file incomplete"
+    );
+    assert_eq!(layers_differing, 0, "{name}: intermediate tensors differ");
     eprintln!(
-        "{name}: {lines} inputs, {compared} output bytes compared, {differing} differing; arena {} B",
+        "{name}: {lines} inputs, {compared} output bytes compared, {differing} differing; \
+         {layers_checked} operator outputs ({layer_bytes} bytes) of the shipped inputs, \
+         {layers_differing} differing; arena {} B",
         interpreter.arena_required()
     );
     (compared, differing)
