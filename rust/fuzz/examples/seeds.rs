@@ -32,6 +32,7 @@ fn main() {
     exchange_header(&corpus.join("exchange_header"));
     client_replies(&corpus.join("client_replies"));
     capi(&corpus.join("capi"));
+    model(&corpus.join("model"));
     regressions(&root.join("corpus").join("request_path"));
 }
 
@@ -295,4 +296,31 @@ fn regressions(dir: &Path) {
     let mut ready = Vec::new();
     rp::write(&mut ready, 16, &[0; 4]);
     write(dir, "regression-control-cpu0-ready", &ready);
+}
+
+fn model(dir: &Path) {
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models");
+    let micro_speech = fs::read(models.join("micro_speech.tflite")).expect("micro_speech.tflite");
+    // Mode 0: a whole file, the real micro-speech model as it ships.
+    write(
+        dir,
+        "micro-speech-whole",
+        &[[0u8].as_slice(), &micro_speech].concat(),
+    );
+    // Mode 1 and 2: the shipped models, unpatched and with a few patches
+    // (a set byte, a flipped byte, a hostile word) near the tables.
+    write(dir, "micro-speech-unpatched", &[1]);
+    write(dir, "person-detect-unpatched", &[2]);
+    write(
+        dir,
+        "micro-speech-patched",
+        &[
+            1, 0x10, 0x00, 0, 0xFF, 0x00, 0x02, 1, 0x80, 0x40, 0xFF, 2, 3,
+        ],
+    );
+    write(
+        dir,
+        "person-detect-patched",
+        &[2, 0x00, 0x01, 2, 0, 0xF0, 0xFF, 1, 0x01, 0x80, 0xFF, 0, 0],
+    );
 }

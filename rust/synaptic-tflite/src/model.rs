@@ -1,0 +1,1102 @@
+//! A `.tflite` model read from untrusted bytes: [`Model::parse`] checks
+//! everything the interpreter will later rely on.
+//!
+//! What is checked, once, in `parse`: the flatbuffer structure (every offset,
+//! vtable, vector length, inside the bytes); file identifier `TFL3` and
+//! `Model.version == 3`; exactly one subgraph; every tensor (element type,
+//! rank at most [`MAX_RANK`], every dimension at least 1, element and byte
+//! counts without overflow, buffer index in range, constant data exactly as
+//! long as the shape says, no sparsity, no variables, no external buffers);
+//! every operator (opcode index in range, a supported builtin, tensor indices
+//! in range, options of the right union type, padding, strides, dilations,
+//! activation, the shapes, element types and quantisation each kernel needs,
+//! output shapes equal to the ones the reference kernels compute); and the
+//! graph (inputs and outputs in range and not constant, every operator's
+//! activation input produced by an earlier operator or a graph input, every
+//! tensor written at most once). After a successful parse the accessors
+//! re-read the same bytes through the same checked reader, so they cannot
+//! read out of bounds either; they return errors rather than panic.
+//!
+//! Limits: [`MAX_TENSORS`] tensors, [`MAX_OPERATORS`] operators, tensors of
+//! at most [`MAX_TENSOR_BYTES`] bytes.
+
+use crate::flat::{Table, Vector};
+use crate::schema::{self, builtin, options, tensor_type};
+use crate::Error;
+
+/// Largest tensor rank accepted.
+pub const MAX_RANK: usize = 6;
+/// Largest number of tensors in the subgraph.
+pub const MAX_TENSORS: usize = 1024;
+/// Largest number of operators in the subgraph.
+pub const MAX_OPERATORS: usize = 1024;
+/// Largest tensor, in bytes.
+pub const MAX_TENSOR_BYTES: usize = 1 << 28;
+
+/// Element type of a tensor (`TensorType` in the schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ElementType {
+    /// 32-bit float.
+    Float32,
+    /// 32-bit signed integer (biases).
+    Int32,
+    /// 8-bit unsigned integer.
+    UInt8,
+    /// 64-bit signed integer.
+    Int64,
+    /// Boolean, one byte.
+    Bool,
+    /// 16-bit signed integer.
+    Int16,
+    /// 8-bit signed integer (the quantised activations and weights).
+    Int8,
+}
+
+impl ElementType {
+    fn from_code(code: i8) -> Option<Self> {
+        Some(match code {
+            tensor_type::FLOAT32 => Self::Float32,
+            tensor_type::INT32 => Self::Int32,
+            tensor_type::UINT8 => Self::UInt8,
+            tensor_type::INT64 => Self::Int64,
+            tensor_type::BOOL => Self::Bool,
+            tensor_type::INT16 => Self::Int16,
+            tensor_type::INT8 => Self::Int8,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Self::UInt8 | Self::Int8 | Self::Bool => 1,
+            Self::Int16 => 2,
+            Self::Float32 | Self::Int32 => 4,
+            Self::Int64 => 8,
+        }
+    }
+}
+
+/// A tensor shape: at most [`MAX_RANK`] dimensions, each at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    dims: [usize; MAX_RANK],
+    rank: usize,
+}
+
+impl Shape {
+    /// The dimensions, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims[..self.rank]
+    }
+
+    /// Number of elements (checked not to overflow when the model was parsed).
+    pub fn elements(&self) -> usize {
+        self.dims().iter().product()
+    }
+
+    fn dim(&self, index: usize) -> usize {
+        self.dims[index]
+    }
+}
+
+/// Affine quantisation of a tensor with one scale: `real = scale * (q - zero_point)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quantization {
+    /// The scale (finite, positive).
+    pub scale: f32,
+    /// The zero point, within the element type's range.
+    pub zero_point: i32,
+}
+
+/// The quantisation vectors as stored.
+#[derive(Clone, Copy)]
+pub(crate) struct QuantVectors<'a> {
+    scales: Vector<'a>,
+    zero_points: Vector<'a>,
+    dimension: i32,
+}
+
+/// A tensor of the model, as validated.
+#[derive(Clone, Copy)]
+pub struct Tensor<'a> {
+    shape: Shape,
+    element_type: ElementType,
+    data: Option<&'a [u8]>,
+    quantization: Option<QuantVectors<'a>>,
+    bytes: usize,
+}
+
+impl<'a> Tensor<'a> {
+    /// Its shape.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Its element type.
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+
+    /// Its size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether its data is stored in the model (weights, biases).
+    pub fn is_constant(&self) -> bool {
+        self.data.is_some()
+    }
+
+    /// Its per-tensor quantisation, if it has one scale (activations do).
+    pub fn quantization(&self) -> Option<Quantization> {
+        let q = self.quantization?;
+        if q.scales.len() != 1 {
+            return None;
+        }
+        Some(Quantization {
+            scale: q.scales.f32(0).ok()?,
+            zero_point: i32::try_from(q.zero_points.i64(0).ok()?).ok()?,
+        })
+    }
+}
+
+/// Padding scheme of a convolution or pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Padding {
+    Same,
+    Valid,
+}
+
+/// A fused activation, applied as the clamp of the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Activation {
+    None,
+    Relu,
+    ReluN1To1,
+    Relu6,
+}
+
+/// Convolution and pooling geometry, NHWC, with the reference kernels'
+/// padding already worked out.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Geometry {
+    pub batches: usize,
+    pub in_h: usize,
+    pub in_w: usize,
+    pub in_c: usize,
+    pub out_h: usize,
+    pub out_w: usize,
+    pub out_c: usize,
+    pub filter_h: usize,
+    pub filter_w: usize,
+    pub stride_h: usize,
+    pub stride_w: usize,
+    pub dilation_h: usize,
+    pub dilation_w: usize,
+    pub pad_h: usize,
+    pub pad_w: usize,
+    pub depth_multiplier: usize,
+}
+
+/// An operator with every tensor resolved and checked.
+#[derive(Clone, Copy)]
+pub(crate) struct Prepared<'a> {
+    /// Tensor index of the (only) activation input.
+    pub input: usize,
+    /// Tensor index of the output.
+    pub output: usize,
+    pub kind: Kind<'a>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum Kind<'a> {
+    /// CONV_2D (`depthwise == false`) or DEPTHWISE_CONV_2D.
+    Conv {
+        depthwise: bool,
+        geometry: Geometry,
+        filter: &'a [u8],
+        bias: Option<&'a [u8]>,
+        filter_scales: Vector<'a>,
+        input: Quantization,
+        output: Quantization,
+        activation: Activation,
+    },
+    FullyConnected {
+        batches: usize,
+        depth: usize,
+        units: usize,
+        filter: &'a [u8],
+        bias: Option<&'a [u8]>,
+        filter_scales: Vector<'a>,
+        filter_zero_point: i32,
+        input: Quantization,
+        output: Quantization,
+        activation: Activation,
+    },
+    Pool {
+        average: bool,
+        geometry: Geometry,
+        output: Quantization,
+        activation: Activation,
+    },
+    Reshape {
+        bytes: usize,
+    },
+    Softmax {
+        rows: usize,
+        depth: usize,
+        beta: f32,
+        input: Quantization,
+        output: Quantization,
+    },
+}
+
+impl Kind<'_> {
+    /// Requantisation multipliers this operator keeps in the arena.
+    pub(crate) fn channels(&self) -> usize {
+        match self {
+            Kind::Conv { geometry, .. } => geometry.out_c,
+            Kind::FullyConnected { filter_scales, .. } => filter_scales.len(),
+            _ => 0,
+        }
+    }
+
+    /// Multiply-accumulates (or element visits) of one run.
+    fn work(&self) -> Option<u64> {
+        let product = |factors: &[usize]| {
+            factors
+                .iter()
+                .try_fold(1u64, |acc, &f| acc.checked_mul(f as u64))
+        };
+        match *self {
+            Kind::Conv {
+                depthwise,
+                geometry: g,
+                ..
+            } => product(&[
+                g.batches,
+                g.out_h,
+                g.out_w,
+                g.out_c,
+                g.filter_h,
+                g.filter_w,
+                if depthwise { 1 } else { g.in_c },
+            ]),
+            Kind::FullyConnected {
+                batches,
+                depth,
+                units,
+                ..
+            } => product(&[batches, depth, units]),
+            Kind::Pool { geometry: g, .. } => {
+                product(&[g.batches, g.out_h, g.out_w, g.out_c, g.filter_h, g.filter_w])
+            }
+            Kind::Reshape { bytes } => Some(bytes as u64),
+            Kind::Softmax { rows, depth, .. } => product(&[rows, depth]),
+        }
+    }
+}
+
+/// A validated `.tflite` model, borrowing its bytes.
+#[derive(Clone, Copy)]
+pub struct Model<'a> {
+    opcodes: Vector<'a>,
+    buffers: Vector<'a>,
+    tensors: Vector<'a>,
+    operators: Vector<'a>,
+    inputs: Vector<'a>,
+    outputs: Vector<'a>,
+    work: u64,
+}
+
+fn invalid_tensor(tensor: usize, reason: &'static str) -> Error {
+    Error::InvalidTensor {
+        tensor: tensor as u32,
+        reason,
+    }
+}
+
+fn invalid_operator(operator: usize, reason: &'static str) -> Error {
+    Error::InvalidOperator {
+        operator: operator as u32,
+        reason,
+    }
+}
+
+/// The dilated extent of a filter, `(filter - 1) * dilation + 1`, if it is
+/// no larger than [`MAX_TENSOR_BYTES`] (so that every coordinate the kernels
+/// compute fits an `i32`).
+fn effective_filter(filter: usize, dilation: usize) -> Option<usize> {
+    (filter - 1)
+        .checked_mul(dilation)?
+        .checked_add(1)
+        .filter(|&e| e <= MAX_TENSOR_BYTES)
+}
+
+/// `ComputeOutSize` of TFLite's `padding.h` (`effective` from
+/// [`effective_filter`]).
+fn out_size(padding: Padding, image: usize, effective: usize, stride: usize) -> usize {
+    match padding {
+        Padding::Same => image.div_ceil(stride),
+        Padding::Valid => (image + stride).saturating_sub(effective) / stride,
+    }
+}
+
+/// The leading padding of `ComputePaddingWithOffset` (the trailing offset is
+/// not used by the reference kernels).
+fn padding_before(stride: usize, image: usize, effective: usize, out: usize) -> usize {
+    ((out - 1) * stride + effective).saturating_sub(image) / 2
+}
+
+/// Output size and leading padding along one axis, or `None` for an empty
+/// output or an oversized filter.
+fn axis(
+    padding: Padding,
+    image: usize,
+    filter: usize,
+    stride: usize,
+    dilation: usize,
+) -> Option<(usize, usize)> {
+    let effective = effective_filter(filter, dilation)?;
+    let out = out_size(padding, image, effective, stride);
+    (out > 0).then(|| (out, padding_before(stride, image, effective, out)))
+}
+
+impl<'a> Model<'a> {
+    /// Reads and validates a model.
+    ///
+    /// # Errors
+    ///
+    /// Any structural fault is [`Error::Malformed`]; a wrong identifier or
+    /// schema version, [`Error::NotTflite`] or [`Error::SchemaVersion`];
+    /// operators and features this interpreter does not implement,
+    /// [`Error::UnsupportedOperator`] or [`Error::Unsupported`]; a model that
+    /// is well formed but inconsistent, [`Error::InvalidTensor`],
+    /// [`Error::InvalidOperator`] or [`Error::InvalidGraph`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use synaptic_tflite::{Error, Model};
+    /// assert_eq!(Model::parse(&[0; 4]).err(), Some(Error::Malformed));
+    /// assert_eq!(Model::parse(b"\x08\0\0\0TFL2\0\0\0\0").err(), Some(Error::NotTflite));
+    /// ```
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
+        if bytes.len() < 8 {
+            return Err(Error::Malformed);
+        }
+        if bytes.get(4..8) != Some(&schema::FILE_IDENTIFIER[..]) {
+            return Err(Error::NotTflite);
+        }
+        let root = Table::root(bytes)?;
+        let version = root.u32(schema::model::VERSION, 0)?;
+        if version != schema::SCHEMA_VERSION {
+            return Err(Error::SchemaVersion(version));
+        }
+        let opcodes = root
+            .vector(schema::model::OPERATOR_CODES, 4)?
+            .unwrap_or(Vector::EMPTY);
+        let subgraphs = root
+            .vector(schema::model::SUBGRAPHS, 4)?
+            .ok_or(Error::MissingField("Model.subgraphs"))?;
+        if subgraphs.len() != 1 {
+            return Err(Error::Unsupported("a model with other than one subgraph"));
+        }
+        let subgraph = subgraphs.table(0)?;
+        let buffers = root
+            .vector(schema::model::BUFFERS, 4)?
+            .unwrap_or(Vector::EMPTY);
+        let tensors = subgraph
+            .vector(schema::subgraph::TENSORS, 4)?
+            .ok_or(Error::MissingField("SubGraph.tensors"))?;
+        let operators = subgraph
+            .vector(schema::subgraph::OPERATORS, 4)?
+            .unwrap_or(Vector::EMPTY);
+        let inputs = subgraph
+            .vector(schema::subgraph::INPUTS, 4)?
+            .ok_or(Error::MissingField("SubGraph.inputs"))?;
+        let outputs = subgraph
+            .vector(schema::subgraph::OUTPUTS, 4)?
+            .ok_or(Error::MissingField("SubGraph.outputs"))?;
+        if tensors.len() > MAX_TENSORS || operators.len() > MAX_OPERATORS {
+            return Err(Error::TooLarge);
+        }
+        let mut model = Self {
+            opcodes,
+            buffers,
+            tensors,
+            operators,
+            inputs,
+            outputs,
+            work: 0,
+        };
+        for t in 0..tensors.len() {
+            model.tensor(t)?;
+        }
+        model.check_graph()?;
+        Ok(model)
+    }
+
+    /// Number of tensors in the subgraph.
+    pub fn tensor_count(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// Number of operators in the subgraph.
+    pub fn operator_count(&self) -> usize {
+        self.operators.len()
+    }
+
+    /// Number of graph inputs.
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Number of graph outputs.
+    pub fn output_count(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Multiply-accumulates of one inference (pooling, reshape and softmax
+    /// count one per element visited): a bound on the work of `invoke`.
+    pub fn work(&self) -> u64 {
+        self.work
+    }
+
+    /// Graph input `index`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexOutOfRange`] past the last input.
+    pub fn input(&self, index: usize) -> Result<Tensor<'a>, Error> {
+        self.tensor(self.input_tensor(index)?)
+    }
+
+    /// Graph output `index`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexOutOfRange`] past the last output.
+    pub fn output(&self, index: usize) -> Result<Tensor<'a>, Error> {
+        self.tensor(self.output_tensor(index)?)
+    }
+
+    pub(crate) fn input_tensor(&self, index: usize) -> Result<usize, Error> {
+        self.graph_index(self.inputs, index)
+    }
+
+    pub(crate) fn output_tensor(&self, index: usize) -> Result<usize, Error> {
+        self.graph_index(self.outputs, index)
+    }
+
+    fn graph_index(&self, list: Vector<'a>, index: usize) -> Result<usize, Error> {
+        if index >= list.len() {
+            return Err(Error::IndexOutOfRange);
+        }
+        let t = list.i32(index)?;
+        usize::try_from(t)
+            .ok()
+            .filter(|&t| t < self.tensors.len())
+            .ok_or(Error::InvalidGraph(
+                "graph input or output index out of range",
+            ))
+    }
+
+    /// Tensor `index`, validated.
+    pub(crate) fn tensor(&self, index: usize) -> Result<Tensor<'a>, Error> {
+        use schema::tensor as f;
+        if index >= self.tensors.len() {
+            return Err(Error::IndexOutOfRange);
+        }
+        let t = self.tensors.table(index)?;
+        let element_type = ElementType::from_code(t.i8(f::TYPE, tensor_type::FLOAT32)?)
+            .ok_or(Error::Unsupported("tensor element type"))?;
+        if t.has(f::SPARSITY)? {
+            return Err(Error::Unsupported("sparse tensors"));
+        }
+        if t.u8(f::IS_VARIABLE, 0)? != 0 {
+            return Err(Error::Unsupported("variable tensors"));
+        }
+        let mut shape = Shape {
+            dims: [1; MAX_RANK],
+            rank: 0,
+        };
+        let mut elements: usize = 1;
+        if let Some(dims) = t.vector(f::SHAPE, 4)? {
+            if dims.len() > MAX_RANK {
+                return Err(invalid_tensor(index, "rank too large"));
+            }
+            shape.rank = dims.len();
+            for d in 0..dims.len() {
+                let dim = usize::try_from(dims.i32(d)?)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or(invalid_tensor(index, "dimension below 1"))?;
+                shape.dims[d] = dim;
+                elements = elements
+                    .checked_mul(dim)
+                    .ok_or(invalid_tensor(index, "too many elements"))?;
+            }
+        }
+        let bytes = elements
+            .checked_mul(element_type.size())
+            .filter(|&b| b <= MAX_TENSOR_BYTES)
+            .ok_or(invalid_tensor(index, "too large"))?;
+        let buffer = t.u32(f::BUFFER, 0)? as usize;
+        let mut data = None;
+        if buffer >= self.buffers.len() {
+            if buffer != 0 {
+                return Err(invalid_tensor(index, "buffer index out of range"));
+            }
+        } else {
+            let b = self.buffers.table(buffer)?;
+            if b.u64(schema::buffer::OFFSET, 0)? > 1 {
+                return Err(Error::Unsupported("buffers stored outside the flatbuffer"));
+            }
+            if let Some(v) = b.vector(schema::buffer::DATA, 1)? {
+                if v.len() > 0 {
+                    if v.len() != bytes {
+                        return Err(invalid_tensor(index, "data length differs from shape"));
+                    }
+                    data = Some(v.bytes());
+                }
+            }
+        }
+        let mut quantization = None;
+        if let Some(q) = t.table(f::QUANTIZATION)? {
+            use schema::quantization as qf;
+            if q.u8(qf::DETAILS_TYPE, 0)? != 0 {
+                return Err(Error::Unsupported("custom quantisation details"));
+            }
+            let scales = q.vector(qf::SCALE, 4)?.unwrap_or(Vector::EMPTY);
+            let zero_points = q.vector(qf::ZERO_POINT, 8)?.unwrap_or(Vector::EMPTY);
+            let dimension = q.i32(qf::QUANTIZED_DIMENSION, 0)?;
+            if scales.len() > 0 {
+                if zero_points.len() != scales.len() {
+                    return Err(invalid_tensor(index, "scale and zero point counts differ"));
+                }
+                quantization = Some(QuantVectors {
+                    scales,
+                    zero_points,
+                    dimension,
+                });
+            }
+        }
+        Ok(Tensor {
+            shape,
+            element_type,
+            data,
+            quantization,
+            bytes,
+        })
+    }
+
+    /// The builtin operator code of operator `index`.
+    fn opcode(&self, index: usize, op: &Table<'a>) -> Result<i32, Error> {
+        let code_index = op.u32(schema::operator::OPCODE_INDEX, 0)? as usize;
+        if code_index >= self.opcodes.len() {
+            return Err(invalid_operator(index, "opcode index out of range"));
+        }
+        let code = self.opcodes.table(code_index)?;
+        let deprecated = i32::from(code.i8(schema::operator_code::DEPRECATED_BUILTIN_CODE, 0)?);
+        let builtin = code.i32(schema::operator_code::BUILTIN_CODE, 0)?;
+        // schema.fbs: the larger of the two fields is the operator.
+        let value = deprecated.max(builtin);
+        if value == builtin::CUSTOM || code.has(schema::operator_code::CUSTOM_CODE)? {
+            return Err(Error::Unsupported("custom operators"));
+        }
+        Ok(value)
+    }
+
+    /// The tensor index at position `position` of an operator's input or
+    /// output list (`None` for the optional `-1`).
+    fn operand(
+        &self,
+        index: usize,
+        list: Vector<'a>,
+        position: usize,
+    ) -> Result<Option<usize>, Error> {
+        if position >= list.len() {
+            return Ok(None);
+        }
+        match list.i32(position)? {
+            -1 => Ok(None),
+            t => usize::try_from(t)
+                .ok()
+                .filter(|&t| t < self.tensors.len())
+                .map(Some)
+                .ok_or(invalid_operator(index, "tensor index out of range")),
+        }
+    }
+
+    /// The output tensor of operator `index` (every supported operator has one).
+    fn operator_output(&self, index: usize) -> Result<usize, Error> {
+        let op = self.operators.table(index)?;
+        let outputs = op
+            .vector(schema::operator::OUTPUTS, 4)?
+            .unwrap_or(Vector::EMPTY);
+        if outputs.len() != 1 {
+            return Err(invalid_operator(index, "not exactly one output"));
+        }
+        self.operand(index, outputs, 0)?
+            .ok_or(invalid_operator(index, "missing output"))
+    }
+
+    fn activation(index: usize, code: i8) -> Result<Activation, Error> {
+        Ok(match code {
+            0 => Activation::None,
+            1 => Activation::Relu,
+            2 => Activation::ReluN1To1,
+            3 => Activation::Relu6,
+            4 | 5 => return Err(Error::Unsupported("fused TANH or SIGN_BIT activation")),
+            _ => return Err(invalid_operator(index, "unknown fused activation")),
+        })
+    }
+
+    fn padding(index: usize, code: i8) -> Result<Padding, Error> {
+        match code {
+            0 => Ok(Padding::Same),
+            1 => Ok(Padding::Valid),
+            _ => Err(invalid_operator(index, "unknown padding")),
+        }
+    }
+
+    fn positive(index: usize, value: i32, reason: &'static str) -> Result<usize, Error> {
+        usize::try_from(value)
+            .ok()
+            .filter(|&v| (1..=1 << 16).contains(&v))
+            .ok_or(invalid_operator(index, reason))
+    }
+
+    /// An int8 activation tensor with one valid scale and zero point.
+    fn int8_activation(&self, index: usize, tensor: &Tensor<'a>) -> Result<Quantization, Error> {
+        if tensor.element_type != ElementType::Int8 {
+            return Err(Error::Unsupported("operators on tensors other than int8"));
+        }
+        let q = tensor
+            .quantization()
+            .ok_or(invalid_operator(index, "activation without one scale"))?;
+        if !(q.scale.is_finite() && q.scale > 0.0 && (-128..=127).contains(&q.zero_point)) {
+            return Err(invalid_operator(
+                index,
+                "activation scale or zero point out of range",
+            ));
+        }
+        Ok(q)
+    }
+
+    /// A constant int8 filter's scales: one, or one per channel along
+    /// `channel_dimension`; zero points must be 0 unless per-tensor and
+    /// `allow_zero_point`. Returns the scales and the per-tensor zero point.
+    fn filter_scales(
+        &self,
+        index: usize,
+        filter: &Tensor<'a>,
+        channel_dimension: usize,
+        allow_zero_point: bool,
+    ) -> Result<(Vector<'a>, i32), Error> {
+        if filter.element_type != ElementType::Int8 || filter.data.is_none() {
+            return Err(Error::Unsupported("filters other than constant int8"));
+        }
+        let q = filter
+            .quantization
+            .ok_or(invalid_operator(index, "filter without quantisation"))?;
+        let channels = filter.shape.dim(channel_dimension);
+        let n = q.scales.len();
+        if n != 1 && (n != channels || q.dimension as usize != channel_dimension) {
+            return Err(invalid_operator(
+                index,
+                "filter scales do not match its channels",
+            ));
+        }
+        for c in 0..n {
+            let s = q.scales.f32(c)?;
+            if !(s.is_finite() && s > 0.0) {
+                return Err(invalid_operator(index, "filter scale not positive"));
+            }
+            let zp = q.zero_points.i64(c)?;
+            let allowed = if n == 1 && allow_zero_point {
+                (-128..=127).contains(&zp)
+            } else {
+                zp == 0
+            };
+            if !allowed {
+                return Err(invalid_operator(index, "filter zero point out of range"));
+            }
+        }
+        Ok((q.scales, q.zero_points.i64(0)? as i32))
+    }
+
+    /// A constant int32 bias with `channels` elements, or none.
+    fn bias(
+        &self,
+        index: usize,
+        tensor: Option<usize>,
+        channels: usize,
+    ) -> Result<Option<&'a [u8]>, Error> {
+        let Some(t) = tensor else { return Ok(None) };
+        let bias = self.tensor(t)?;
+        match bias.data {
+            Some(data)
+                if bias.element_type == ElementType::Int32 && bias.shape.elements() == channels =>
+            {
+                Ok(Some(data))
+            }
+            _ => Err(invalid_operator(
+                index,
+                "bias not constant int32 of one per channel",
+            )),
+        }
+    }
+
+    /// Operator `index` with its tensors resolved and checked.
+    pub(crate) fn prepare(&self, index: usize) -> Result<Prepared<'a>, Error> {
+        use schema::operator as f;
+        if index >= self.operators.len() {
+            return Err(Error::IndexOutOfRange);
+        }
+        let op = self.operators.table(index)?;
+        let code = self.opcode(index, &op)?;
+        let inputs = op.vector(f::INPUTS, 4)?.unwrap_or(Vector::EMPTY);
+        if op.has(f::INTERMEDIATES)? {
+            return Err(Error::Unsupported("operators with intermediate tensors"));
+        }
+        let output = self.operator_output(index)?;
+        let input = self
+            .operand(index, inputs, 0)?
+            .ok_or(invalid_operator(index, "missing input"))?;
+        let options_type = op.u8(f::BUILTIN_OPTIONS_TYPE, 0)?;
+        let options = op.table(f::BUILTIN_OPTIONS)?;
+        let expect_options = |tag: u8| -> Result<Option<Table<'a>>, Error> {
+            match options {
+                Some(_) if options_type != tag => {
+                    Err(invalid_operator(index, "options of another operator"))
+                }
+                o => Ok(o),
+            }
+        };
+        let input_tensor = self.tensor(input)?;
+        let output_tensor = self.tensor(output)?;
+        if input_tensor.is_constant() {
+            return Err(Error::Unsupported("constant activation inputs"));
+        }
+        if output_tensor.is_constant() {
+            return Err(invalid_operator(index, "output is constant"));
+        }
+        let max_inputs = match code {
+            builtin::CONV_2D | builtin::DEPTHWISE_CONV_2D | builtin::FULLY_CONNECTED => 3,
+            builtin::RESHAPE => 2,
+            _ => 1,
+        };
+        if inputs.len() > max_inputs {
+            return Err(invalid_operator(index, "too many inputs"));
+        }
+        let kind = match code {
+            builtin::CONV_2D | builtin::DEPTHWISE_CONV_2D => {
+                let depthwise = code == builtin::DEPTHWISE_CONV_2D;
+                let (tag, padding, stride_w, stride_h, activation, dil_w, dil_h) = if depthwise {
+                    use options::depthwise as o;
+                    (
+                        options::DEPTHWISE_CONV_2D,
+                        o::PADDING,
+                        o::STRIDE_W,
+                        o::STRIDE_H,
+                        o::FUSED_ACTIVATION,
+                        o::DILATION_W,
+                        o::DILATION_H,
+                    )
+                } else {
+                    use options::conv as o;
+                    (
+                        options::CONV_2D,
+                        o::PADDING,
+                        o::STRIDE_W,
+                        o::STRIDE_H,
+                        o::FUSED_ACTIVATION,
+                        o::DILATION_W,
+                        o::DILATION_H,
+                    )
+                };
+                let opts =
+                    expect_options(tag)?.ok_or(invalid_operator(index, "missing options"))?;
+                let padding = Self::padding(index, opts.i8(padding, 0)?)?;
+                let stride_w = Self::positive(index, opts.i32(stride_w, 0)?, "stride")?;
+                let stride_h = Self::positive(index, opts.i32(stride_h, 0)?, "stride")?;
+                let dilation_w = Self::positive(index, opts.i32(dil_w, 1)?, "dilation")?;
+                let dilation_h = Self::positive(index, opts.i32(dil_h, 1)?, "dilation")?;
+                let activation = Self::activation(index, opts.i8(activation, 0)?)?;
+                let filter_index = self
+                    .operand(index, inputs, 1)?
+                    .ok_or(invalid_operator(index, "missing filter"))?;
+                let filter = self.tensor(filter_index)?;
+                let (is, fs, os) = (input_tensor.shape, filter.shape, output_tensor.shape);
+                if is.rank != 4 || fs.rank != 4 || os.rank != 4 {
+                    return Err(invalid_operator(index, "convolution tensors not of rank 4"));
+                }
+                let in_c = is.dim(3);
+                let out_c = os.dim(3);
+                let depth_multiplier = if depthwise {
+                    if fs.dim(0) != 1 || fs.dim(3) != out_c || out_c % in_c != 0 {
+                        return Err(invalid_operator(index, "depthwise filter shape"));
+                    }
+                    let m = opts.i32(options::depthwise::DEPTH_MULTIPLIER, 0)?;
+                    if m != 0 && m as usize * in_c != out_c {
+                        return Err(invalid_operator(index, "depth multiplier"));
+                    }
+                    out_c / in_c
+                } else {
+                    if fs.dim(0) != out_c || fs.dim(3) != in_c {
+                        return Err(invalid_operator(index, "filter shape"));
+                    }
+                    1
+                };
+                let (filter_h, filter_w) = (fs.dim(1), fs.dim(2));
+                let (in_h, in_w) = (is.dim(1), is.dim(2));
+                let bad_shape = invalid_operator(index, "output shape");
+                let (out_h, pad_h) =
+                    axis(padding, in_h, filter_h, stride_h, dilation_h).ok_or(bad_shape)?;
+                let (out_w, pad_w) =
+                    axis(padding, in_w, filter_w, stride_w, dilation_w).ok_or(bad_shape)?;
+                if os.dim(0) != is.dim(0) || os.dim(1) != out_h || os.dim(2) != out_w {
+                    return Err(bad_shape);
+                }
+                let geometry = Geometry {
+                    batches: is.dim(0),
+                    in_h,
+                    in_w,
+                    in_c,
+                    out_h,
+                    out_w,
+                    out_c,
+                    filter_h,
+                    filter_w,
+                    stride_h,
+                    stride_w,
+                    dilation_h,
+                    dilation_w,
+                    pad_h,
+                    pad_w,
+                    depth_multiplier,
+                };
+                let (filter_scales, _) =
+                    self.filter_scales(index, &filter, if depthwise { 3 } else { 0 }, false)?;
+                Kind::Conv {
+                    depthwise,
+                    geometry,
+                    filter: filter.data.unwrap_or(&[]),
+                    bias: self.bias(index, self.operand(index, inputs, 2)?, out_c)?,
+                    filter_scales,
+                    input: self.int8_activation(index, &input_tensor)?,
+                    output: self.int8_activation(index, &output_tensor)?,
+                    activation,
+                }
+            }
+            builtin::FULLY_CONNECTED => {
+                use options::fully_connected as o;
+                let opts = expect_options(options::FULLY_CONNECTED)?;
+                let (activation, format) = match opts {
+                    Some(t) => (t.i8(o::FUSED_ACTIVATION, 0)?, t.i8(o::WEIGHTS_FORMAT, 0)?),
+                    None => (0, 0),
+                };
+                if format != 0 {
+                    return Err(Error::Unsupported("shuffled fully-connected weights"));
+                }
+                let activation = Self::activation(index, activation)?;
+                let filter_index = self
+                    .operand(index, inputs, 1)?
+                    .ok_or(invalid_operator(index, "missing filter"))?;
+                let filter = self.tensor(filter_index)?;
+                if filter.shape.rank != 2 {
+                    return Err(invalid_operator(index, "filter not of rank 2"));
+                }
+                let (units, depth) = (filter.shape.dim(0), filter.shape.dim(1));
+                let elements = input_tensor.shape.elements();
+                if elements % depth != 0
+                    || output_tensor.shape.elements() != elements / depth * units
+                {
+                    return Err(invalid_operator(index, "fully-connected shapes"));
+                }
+                let (filter_scales, filter_zero_point) =
+                    self.filter_scales(index, &filter, 0, true)?;
+                Kind::FullyConnected {
+                    batches: elements / depth,
+                    depth,
+                    units,
+                    filter: filter.data.unwrap_or(&[]),
+                    bias: self.bias(index, self.operand(index, inputs, 2)?, units)?,
+                    filter_scales,
+                    filter_zero_point,
+                    input: self.int8_activation(index, &input_tensor)?,
+                    output: self.int8_activation(index, &output_tensor)?,
+                    activation,
+                }
+            }
+            builtin::AVERAGE_POOL_2D | builtin::MAX_POOL_2D => {
+                use options::pool as o;
+                let opts = expect_options(options::POOL_2D)?
+                    .ok_or(invalid_operator(index, "missing options"))?;
+                let padding = Self::padding(index, opts.i8(o::PADDING, 0)?)?;
+                let stride_w = Self::positive(index, opts.i32(o::STRIDE_W, 0)?, "stride")?;
+                let stride_h = Self::positive(index, opts.i32(o::STRIDE_H, 0)?, "stride")?;
+                let filter_w = Self::positive(index, opts.i32(o::FILTER_W, 0)?, "filter size")?;
+                let filter_h = Self::positive(index, opts.i32(o::FILTER_H, 0)?, "filter size")?;
+                let activation = Self::activation(index, opts.i8(o::FUSED_ACTIVATION, 0)?)?;
+                let (is, os) = (input_tensor.shape, output_tensor.shape);
+                if is.rank != 4 || os.rank != 4 {
+                    return Err(invalid_operator(index, "pool tensors not of rank 4"));
+                }
+                let (in_h, in_w) = (is.dim(1), is.dim(2));
+                let bad_shape = invalid_operator(index, "output shape");
+                let (out_h, pad_h) = axis(padding, in_h, filter_h, stride_h, 1).ok_or(bad_shape)?;
+                let (out_w, pad_w) = axis(padding, in_w, filter_w, stride_w, 1).ok_or(bad_shape)?;
+                if os.dims() != [is.dim(0), out_h, out_w, is.dim(3)] {
+                    return Err(bad_shape);
+                }
+                let input = self.int8_activation(index, &input_tensor)?;
+                let output = self.int8_activation(index, &output_tensor)?;
+                if input != output {
+                    return Err(invalid_operator(
+                        index,
+                        "pool input and output quantised differently",
+                    ));
+                }
+                Kind::Pool {
+                    average: code == builtin::AVERAGE_POOL_2D,
+                    geometry: Geometry {
+                        batches: is.dim(0),
+                        in_h,
+                        in_w,
+                        in_c: is.dim(3),
+                        out_h,
+                        out_w,
+                        out_c: is.dim(3),
+                        filter_h,
+                        filter_w,
+                        stride_h,
+                        stride_w,
+                        dilation_h: 1,
+                        dilation_w: 1,
+                        pad_h,
+                        pad_w,
+                        depth_multiplier: 1,
+                    },
+                    output,
+                    activation,
+                }
+            }
+            builtin::RESHAPE => {
+                expect_options(options::RESHAPE)?;
+                if let Some(shape) = self.operand(index, inputs, 1)? {
+                    if !self.tensor(shape)?.is_constant() {
+                        return Err(Error::Unsupported("reshape to a computed shape"));
+                    }
+                }
+                if input_tensor.element_type != output_tensor.element_type
+                    || input_tensor.bytes != output_tensor.bytes
+                {
+                    return Err(invalid_operator(index, "reshape changes the size"));
+                }
+                Kind::Reshape {
+                    bytes: input_tensor.bytes,
+                }
+            }
+            builtin::SOFTMAX => {
+                let beta = match expect_options(options::SOFTMAX)? {
+                    Some(t) => t.f32(options::softmax::BETA, 0.0)?,
+                    None => 0.0,
+                };
+                let input = self.int8_activation(index, &input_tensor)?;
+                let output = self.int8_activation(index, &output_tensor)?;
+                // TFLite's int8 softmax requires exactly this output quantisation.
+                if output.zero_point != -128 || (output.scale - 1.0 / 256.0).abs() > 0.001 / 256.0 {
+                    return Err(invalid_operator(
+                        index,
+                        "softmax output not scale 1/256, zero point -128",
+                    ));
+                }
+                let is = input_tensor.shape;
+                if is.rank == 0
+                    || is != output_tensor.shape
+                    || !beta.is_finite()
+                    || !(input.scale * beta).is_finite()
+                {
+                    return Err(invalid_operator(index, "softmax shapes or beta"));
+                }
+                let depth = is.dim(is.rank - 1);
+                Kind::Softmax {
+                    rows: is.elements() / depth,
+                    depth,
+                    beta,
+                    input,
+                    output,
+                }
+            }
+            other => return Err(Error::UnsupportedOperator(other)),
+        };
+        Ok(Prepared {
+            input,
+            output,
+            kind,
+        })
+    }
+
+    /// The graph rules of the module docs; also sums the work.
+    fn check_graph(&mut self) -> Result<(), Error> {
+        let is_graph_input = |t: usize| -> Result<bool, Error> {
+            for i in 0..self.inputs.len() {
+                if self.input_tensor(i)? == t {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+        for i in 0..self.inputs.len() {
+            let t = self.input_tensor(i)?;
+            if self.tensor(t)?.is_constant() {
+                return Err(Error::InvalidGraph("constant graph input"));
+            }
+            for j in 0..i {
+                if self.input_tensor(j)? == t {
+                    return Err(Error::InvalidGraph("graph input listed twice"));
+                }
+            }
+        }
+        let mut work: u64 = 0;
+        for k in 0..self.operators.len() {
+            let p = self.prepare(k)?;
+            work = p
+                .kind
+                .work()
+                .and_then(|w| work.checked_add(w))
+                .ok_or(Error::TooLarge)?;
+            if is_graph_input(p.output)? {
+                return Err(invalid_operator(k, "writes a graph input"));
+            }
+            let mut input_ready = is_graph_input(p.input)?;
+            for j in 0..k {
+                let earlier = self.operator_output(j)?;
+                if earlier == p.output {
+                    return Err(invalid_operator(k, "output written twice"));
+                }
+                input_ready |= earlier == p.input;
+            }
+            if !input_ready {
+                return Err(invalid_operator(k, "input not produced before it is read"));
+            }
+        }
+        for i in 0..self.outputs.len() {
+            let t = self.output_tensor(i)?;
+            let mut produced = is_graph_input(t)?;
+            for k in 0..self.operators.len() {
+                produced |= self.operator_output(k)? == t;
+            }
+            if !produced {
+                return Err(Error::InvalidGraph("graph output never written"));
+            }
+        }
+        self.work = work;
+        Ok(())
+    }
+}

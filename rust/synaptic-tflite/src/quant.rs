@@ -1,0 +1,244 @@
+//! TFLite's fixed-point requantisation, bit for bit.
+//!
+//! A real multiplier `m` becomes a Q0.31 significand and a power-of-two
+//! exponent ([`quantize_multiplier`], TFLite's `QuantizeMultiplier`). An
+//! int32 accumulator is then scaled by [`multiply_by_quantized_multiplier`]:
+//! a left shift for positive exponents, gemmlowp's
+//! `SaturatingRoundingDoublingHighMul`, then its
+//! `RoundingDivideByPOT` (round half away from zero) for negative exponents.
+//! This is the default (double-rounding) variant TFLite builds without
+//! `TFLITE_SINGLE_ROUNDING`. Where C++ would overflow (undefined behaviour)
+//! on hostile values these functions wrap instead of panicking.
+
+/// `QuantizeMultiplier`: `m ≈ significand * 2^(shift - 31)` with the
+/// significand in `[2^30, 2^31)`, or `(0, 0)` for zero and for multipliers
+/// below about `2^-31` (flushed to zero, as TFLite does).
+pub(crate) fn quantize_multiplier(m: f64) -> (i32, i32) {
+    if m == 0.0 || !m.is_finite() {
+        return (0, 0);
+    }
+    let (q, mut shift) = libm::frexp(m);
+    let mut fixed = libm::round(q * (1u64 << 31) as f64) as i64;
+    if fixed == 1 << 31 {
+        fixed /= 2;
+        shift += 1;
+    }
+    if shift < -31 {
+        return (0, 0);
+    }
+    (fixed as i32, shift)
+}
+
+/// gemmlowp's `SaturatingRoundingDoublingHighMul`: the high 32 bits of
+/// `2ab`, rounded to nearest (ties away from zero), saturating the one
+/// overflowing case.
+#[inline]
+pub(crate) fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
+    if a == b && a == i32::MIN {
+        return i32::MAX;
+    }
+    let ab = i64::from(a) * i64::from(b);
+    let nudge = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
+    // Integer division truncates toward zero, as in C++.
+    ((ab + nudge) / (1i64 << 31)) as i32
+}
+
+/// gemmlowp's `RoundingDivideByPOT`: `x / 2^exponent` rounded to nearest,
+/// ties away from zero; `exponent` in `0..=31`.
+#[inline]
+pub(crate) fn rounding_divide_by_pot(x: i32, exponent: u32) -> i32 {
+    let mask = ((1i64 << exponent) - 1) as i32;
+    let remainder = x & mask;
+    let threshold = (mask >> 1) + i32::from(x < 0);
+    (x >> exponent) + i32::from(remainder > threshold)
+}
+
+/// `MultiplyByQuantizedMultiplier(x, multiplier, shift)`.
+#[inline]
+pub(crate) fn multiply_by_quantized_multiplier(x: i32, multiplier: i32, shift: i32) -> i32 {
+    let left = shift.clamp(0, 31) as u32;
+    let right = (-shift).clamp(0, 31) as u32;
+    rounding_divide_by_pot(
+        saturating_rounding_doubling_high_mul(x.wrapping_mul(1 << left), multiplier),
+        right,
+    )
+}
+
+/// `CalculateActivationRangeQuantized` for int8: the clamp of a fused
+/// activation, in the output's quantised units.
+pub(crate) fn activation_range(
+    activation: crate::model::Activation,
+    output: crate::model::Quantization,
+) -> (i32, i32) {
+    use crate::model::Activation;
+    let quantize = |f: f32| {
+        output
+            .zero_point
+            .saturating_add(libm::roundf(f / output.scale) as i32)
+    };
+    let (qmin, qmax) = (i32::from(i8::MIN), i32::from(i8::MAX));
+    match activation {
+        Activation::None => (qmin, qmax),
+        Activation::Relu => (qmin.max(quantize(0.0)), qmax),
+        Activation::Relu6 => (qmin.max(quantize(0.0)), qmax.min(quantize(6.0))),
+        Activation::ReluN1To1 => (qmin.max(quantize(-1.0)), qmax.min(quantize(1.0))),
+    }
+}
+
+/// `std::max(x, low)` then `std::min(x, high)`, the reference kernels' clamp
+/// (unlike `i32::clamp` it does not panic when `low > high`).
+#[inline]
+pub(crate) fn clamp(x: i32, low: i32, high: i32) -> i32 {
+    x.max(low).min(high)
+}
+
+/// `2^(i/32)` as doubles, less `i << 47` (so that adding `k << 47` scales
+/// by `2^(k/32)`): the table of the expf algorithm below.
+const EXP2_TABLE: [u64; 32] = [
+    0x3ff0000000000000,
+    0x3fefd9b0d3158574,
+    0x3fefb5586cf9890f,
+    0x3fef9301d0125b51,
+    0x3fef72b83c7d517b,
+    0x3fef54873168b9aa,
+    0x3fef387a6e756238,
+    0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715,
+    0x3feef1a7373aa9cb,
+    0x3feedea64c123422,
+    0x3feece086061892d,
+    0x3feebfdad5362a27,
+    0x3feeb42b569d4f82,
+    0x3feeab07dd485429,
+    0x3feea47eb03a5585,
+    0x3feea09e667f3bcd,
+    0x3fee9f75e8ec5f74,
+    0x3feea11473eb0187,
+    0x3feea589994cce13,
+    0x3feeace5422aa0db,
+    0x3feeb737b0cdc5e5,
+    0x3feec49182a3f090,
+    0x3feed503b23e255d,
+    0x3feee89f995ad3ad,
+    0x3feeff76f2fb5e47,
+    0x3fef199bdd85529c,
+    0x3fef3720dcef9069,
+    0x3fef5818dcfba487,
+    0x3fef7c97337b9b5f,
+    0x3fefa4afa2a490da,
+    0x3fefd0765b6e4540,
+];
+
+/// `expf` with the results of glibc's (the algorithm of Arm's optimized
+/// routines that glibc and musl use): `x * 32 / ln 2 = k + r`, then
+/// `2^(k/32)` from the table times a cubic in `r`, in double precision,
+/// rounded once to float. The reference kernels' softmax table is made of
+/// `expf` values, and glibc's `expf` is not correctly rounded everywhere
+/// (rounding `libm::exp` differs from it on about 1 input in 1,700), so the
+/// algorithm itself is repeated; the test below compares it with the host's.
+pub(crate) fn expf(x: f32) -> f32 {
+    const INV_LN2_N: u64 = 0x40471547652b82fe; // 32 / ln 2
+    const C0: u64 = 0x3ebc6af84b912394;
+    const C1: u64 = 0x3f2ebfce50fac4f3;
+    const C2: u64 = 0x3f962e42ff0c52d6;
+    const SHIFT: u64 = 0x4338000000000000; // 1.5 * 2^52
+    const OVERFLOW: u32 = 0x42b17217; // log(2^128), rounded down
+    const UNDERFLOW: u32 = 0xc2cff1b4; // log(2^-150), rounded up
+    if x.is_nan() {
+        return x + x;
+    }
+    if x > f32::from_bits(OVERFLOW) {
+        return f32::INFINITY;
+    }
+    if x < f32::from_bits(UNDERFLOW) {
+        return 0.0;
+    }
+    let shift = f64::from_bits(SHIFT);
+    let z = f64::from_bits(INV_LN2_N) * f64::from(x);
+    let kd = z + shift;
+    let ki = kd.to_bits();
+    let r = z - (kd - shift);
+    let scale = f64::from_bits(EXP2_TABLE[(ki % 32) as usize].wrapping_add(ki << 47));
+    let p = f64::from_bits(C0) * r + f64::from_bits(C1);
+    let q = f64::from_bits(C2) * r + 1.0;
+    ((p * (r * r) + q) * scale) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn quantize_multiplier_matches_known_values() {
+        // 0.5 = 2^30 * 2^(0 - 31): significand 2^30, exponent 0.
+        assert_eq!(quantize_multiplier(0.5), (1 << 30, 0));
+        assert_eq!(quantize_multiplier(0.25), (1 << 30, -1));
+        assert_eq!(quantize_multiplier(1.0), (1 << 30, 1));
+        // Rounds up to 2^31: halved, exponent one more.
+        assert_eq!(quantize_multiplier(1.0 - 1e-12), (1 << 30, 1));
+        assert_eq!(quantize_multiplier(0.0), (0, 0));
+        assert_eq!(quantize_multiplier(1e-12), (0, 0));
+    }
+
+    #[test]
+    fn rounding_divide_rounds_half_away_from_zero() {
+        assert_eq!(rounding_divide_by_pot(5, 1), 3);
+        assert_eq!(rounding_divide_by_pot(-5, 1), -3);
+        assert_eq!(rounding_divide_by_pot(4, 1), 2);
+        assert_eq!(rounding_divide_by_pot(-7, 2), -2);
+        assert_eq!(rounding_divide_by_pot(i32::MIN, 31), -1);
+        assert_eq!(rounding_divide_by_pot(i32::MAX, 31), 1);
+    }
+
+    #[test]
+    fn doubling_high_mul_saturates_and_rounds() {
+        assert_eq!(
+            saturating_rounding_doubling_high_mul(i32::MIN, i32::MIN),
+            i32::MAX
+        );
+        assert_eq!(
+            saturating_rounding_doubling_high_mul(1 << 30, 1 << 30),
+            1 << 29
+        );
+        // 2 * 3 * 2^30 / 2^32 = 1.5 -> 2; gemmlowp's nudge sends -1.5 to -1.
+        assert_eq!(saturating_rounding_doubling_high_mul(3, 1 << 30), 2);
+        assert_eq!(saturating_rounding_doubling_high_mul(-3, 1 << 30), -1);
+    }
+
+    #[test]
+    fn multiplier_scales_like_the_real_number() {
+        for &m in &[0.3_f64, 0.0011, 0.75, 1.9, 3.5] {
+            let (q, s) = quantize_multiplier(m);
+            for &x in &[-100_000, -3, 0, 7, 12_345, 1 << 20] {
+                let got = multiply_by_quantized_multiplier(x, q, s);
+                let want = (f64::from(x) * m).round();
+                assert!(
+                    (f64::from(got) - want).abs() <= 1.0,
+                    "{x} * {m}: {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn expf_equals_the_host_libm_on_a_sweep() {
+        // The host's `f32::exp` is glibc's `expf`, the one the reference
+        // kernels called when the golden outputs were made.
+        // Every 211th float from -110 to 0 (about 5 million), and some positives.
+        let mut differing = 0;
+        let mut bits = (-110.0_f32).to_bits();
+        while bits > 0x8000_0000 {
+            let x = f32::from_bits(bits);
+            differing += u32::from(expf(x).to_bits() != x.exp().to_bits());
+            bits -= 211;
+        }
+        for i in 0..20_000 {
+            let x = i as f32 * 0.0045;
+            differing += u32::from(expf(x).to_bits() != x.exp().to_bits());
+        }
+        assert_eq!(differing, 0);
+        assert_eq!(expf(f32::NEG_INFINITY), 0.0);
+        assert_eq!(expf(100.0), f32::INFINITY);
+    }
+}

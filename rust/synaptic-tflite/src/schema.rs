@@ -1,0 +1,127 @@
+//! The part of TFLite's flatbuffer schema (`schema.fbs`, file identifier
+//! `TFL3`, schema version 3) that this interpreter reads: field slots of the
+//! tables, and the enum values it understands.
+//!
+//! Slots are the fields' declaration order in `schema.fbs`; the vtable entry
+//! of slot `n` is at byte `4 + 2n`.
+
+/// The file identifier at bytes 4..8 of every TFLite model.
+pub const FILE_IDENTIFIER: &[u8; 4] = b"TFL3";
+/// `Model.version` of the schema this reader implements.
+pub const SCHEMA_VERSION: u32 = 3;
+
+pub(crate) mod model {
+    pub const VERSION: usize = 0;
+    pub const OPERATOR_CODES: usize = 1;
+    pub const SUBGRAPHS: usize = 2;
+    pub const BUFFERS: usize = 4;
+}
+
+pub(crate) mod operator_code {
+    pub const DEPRECATED_BUILTIN_CODE: usize = 0;
+    pub const CUSTOM_CODE: usize = 1;
+    pub const BUILTIN_CODE: usize = 3;
+}
+
+pub(crate) mod subgraph {
+    pub const TENSORS: usize = 0;
+    pub const INPUTS: usize = 1;
+    pub const OUTPUTS: usize = 2;
+    pub const OPERATORS: usize = 3;
+}
+
+pub(crate) mod tensor {
+    pub const SHAPE: usize = 0;
+    pub const TYPE: usize = 1;
+    pub const BUFFER: usize = 2;
+    pub const QUANTIZATION: usize = 4;
+    pub const IS_VARIABLE: usize = 5;
+    pub const SPARSITY: usize = 6;
+}
+
+pub(crate) mod quantization {
+    pub const SCALE: usize = 2;
+    pub const ZERO_POINT: usize = 3;
+    pub const DETAILS_TYPE: usize = 4;
+    pub const QUANTIZED_DIMENSION: usize = 6;
+}
+
+pub(crate) mod buffer {
+    pub const DATA: usize = 0;
+    pub const OFFSET: usize = 1;
+}
+
+pub(crate) mod operator {
+    pub const OPCODE_INDEX: usize = 0;
+    pub const INPUTS: usize = 1;
+    pub const OUTPUTS: usize = 2;
+    pub const BUILTIN_OPTIONS_TYPE: usize = 3;
+    pub const BUILTIN_OPTIONS: usize = 4;
+    pub const INTERMEDIATES: usize = 8;
+}
+
+/// `BuiltinOperator` values.
+pub(crate) mod builtin {
+    pub const AVERAGE_POOL_2D: i32 = 1;
+    pub const CONV_2D: i32 = 3;
+    pub const DEPTHWISE_CONV_2D: i32 = 4;
+    pub const FULLY_CONNECTED: i32 = 9;
+    pub const MAX_POOL_2D: i32 = 17;
+    pub const RESHAPE: i32 = 22;
+    pub const SOFTMAX: i32 = 25;
+    pub const CUSTOM: i32 = 32;
+}
+
+/// `BuiltinOptions` union tags.
+pub(crate) mod options {
+    pub const CONV_2D: u8 = 1;
+    pub const DEPTHWISE_CONV_2D: u8 = 2;
+    pub const POOL_2D: u8 = 5;
+    pub const FULLY_CONNECTED: u8 = 8;
+    pub const SOFTMAX: u8 = 9;
+    pub const RESHAPE: u8 = 17;
+
+    pub mod conv {
+        pub const PADDING: usize = 0;
+        pub const STRIDE_W: usize = 1;
+        pub const STRIDE_H: usize = 2;
+        pub const FUSED_ACTIVATION: usize = 3;
+        pub const DILATION_W: usize = 4;
+        pub const DILATION_H: usize = 5;
+    }
+    pub mod depthwise {
+        pub const PADDING: usize = 0;
+        pub const STRIDE_W: usize = 1;
+        pub const STRIDE_H: usize = 2;
+        pub const DEPTH_MULTIPLIER: usize = 3;
+        pub const FUSED_ACTIVATION: usize = 4;
+        pub const DILATION_W: usize = 5;
+        pub const DILATION_H: usize = 6;
+    }
+    pub mod pool {
+        pub const PADDING: usize = 0;
+        pub const STRIDE_W: usize = 1;
+        pub const STRIDE_H: usize = 2;
+        pub const FILTER_W: usize = 3;
+        pub const FILTER_H: usize = 4;
+        pub const FUSED_ACTIVATION: usize = 5;
+    }
+    pub mod fully_connected {
+        pub const FUSED_ACTIVATION: usize = 0;
+        pub const WEIGHTS_FORMAT: usize = 1;
+    }
+    pub mod softmax {
+        pub const BETA: usize = 0;
+    }
+}
+
+/// `TensorType` values.
+pub(crate) mod tensor_type {
+    pub const FLOAT32: i8 = 0;
+    pub const INT32: i8 = 2;
+    pub const UINT8: i8 = 3;
+    pub const INT64: i8 = 4;
+    pub const BOOL: i8 = 6;
+    pub const INT16: i8 = 7;
+    pub const INT8: i8 = 9;
+}
