@@ -33,6 +33,7 @@ fn main() {
     client_replies(&corpus.join("client_replies"));
     capi(&corpus.join("capi"));
     model(&corpus.join("model"));
+    store(&corpus.join("store"));
     regressions(&root.join("corpus").join("request_path"));
 }
 
@@ -322,5 +323,18 @@ fn model(dir: &Path) {
         dir,
         "person-detect-patched",
         &[2, 0x00, 0x01, 2, 0, 0xF0, 0xFF, 1, 0x01, 0x80, 0xFF, 0, 0],
+    );
+}
+
+fn store(dir: &Path) {
+    use synaptic_fuzz::store::image;
+    // Mode 0: a whole valid store image; mode 1: the same with no patch and
+    // with a torn registry word and a flipped payload byte.
+    write(dir, "valid-image", &[[0u8].as_slice(), &image()].concat());
+    write(dir, "patched-none", &[1]);
+    write(
+        dir,
+        "patched-registry-and-payload",
+        &[1, 20, 0, 0x55, 0x40, 6, 0xAA],
     );
 }

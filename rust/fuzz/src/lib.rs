@@ -284,3 +284,71 @@ pub mod client_replies {
         out.extend_from_slice(&[INFER, model, wait, timeout_ms]);
     }
 }
+
+/// The model store target's flash geometry and a store image to start from.
+pub mod store {
+    use synaptic_store::{Header, Layout, MemFlash, Store, StoreError, TensorShape};
+
+    /// Sector bytes of the fuzzed flash.
+    pub const SECTOR: usize = 256;
+    /// Program unit.
+    pub const BLOCK: usize = 4;
+    /// Models per store.
+    pub const MODELS: usize = 2;
+    /// Container bytes per slot.
+    pub const SLOT: usize = 4 * SECTOR;
+    /// Bytes of the image: two registry sectors and two slots per model.
+    pub const IMAGE: usize = 2 * SECTOR + 2 * MODELS * SLOT;
+
+    /// The store over `image`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::open`].
+    pub fn open(image: &mut [u8]) -> Result<Store<MemFlash<'_>, MODELS>, StoreError> {
+        let flash = MemFlash::new(image, SECTOR, BLOCK);
+        let layout = Layout::new(&flash, MODELS, SLOT)?;
+        Ok(Store::open(flash, layout)?.0)
+    }
+
+    /// A container of `name`, `version`, `len` payload bytes.
+    pub fn container(name: &str, version: u32, len: usize) -> Vec<u8> {
+        let payload: Vec<u8> = (0..len).map(|i| (i as u32 ^ version) as u8).collect();
+        let shape = TensorShape {
+            dtype: 9,
+            rank: 1,
+            dims: [len as u32, 1, 1, 1],
+        };
+        let header = Header::new(name, version, &payload, shape, shape).expect("a valid name");
+        [header.encode().as_slice(), &payload].concat()
+    }
+
+    /// Install (begin, chunks, finish, activate) `bytes` as `name`.
+    ///
+    /// # Errors
+    ///
+    /// Any step's.
+    pub fn install(
+        store: &mut Store<MemFlash<'_>, MODELS>,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<u32, StoreError> {
+        store.begin(name, bytes.len())?;
+        for (i, chunk) in bytes.chunks(100).enumerate() {
+            store.write_chunk(i * 100, chunk)?;
+        }
+        store.finish()?;
+        store.activate(name)
+    }
+
+    /// A store image with two models, one updated once.
+    pub fn image() -> Vec<u8> {
+        let mut image = vec![0xFF; IMAGE];
+        let mut store = open(&mut image).expect("a blank store");
+        for (name, version, len) in [("kws", 1, 300), ("face", 1, 500), ("kws", 2, 700)] {
+            install(&mut store, name, &container(name, version, len)).expect("install");
+        }
+        let _ = store.into_flash();
+        image
+    }
+}

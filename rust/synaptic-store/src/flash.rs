@@ -1,0 +1,175 @@
+//! The flash the store runs on, and an in-memory model of it.
+
+use crate::StoreError;
+
+/// NOR-like flash: erase by sector (to `0xFF`), program only erased bytes.
+///
+/// Zephyr's flash API (`flash_read`, `flash_write`, `flash_erase` over a
+/// fixed partition) implements it on a board; [`MemFlash`] on the host.
+pub trait Flash {
+    /// Bytes of the partition.
+    fn size(&self) -> usize;
+    /// Bytes of one erase sector (a power of two).
+    fn sector_size(&self) -> usize;
+    /// Program granularity: writes start at and span multiples of it.
+    fn write_block(&self) -> usize;
+    /// Read `buf.len()` bytes at `offset`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Flash`] or [`StoreError::PowerLoss`].
+    fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), StoreError>;
+    /// Program `data` at `offset` (erased bytes only; block-aligned).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Flash`] or [`StoreError::PowerLoss`].
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), StoreError>;
+    /// Erase the one sector starting at `offset`. The store never erases
+    /// more than one sector per call: one long multi-sector erase wedges
+    /// some parts (the MCXN947 among them).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Flash`] or [`StoreError::PowerLoss`].
+    fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError>;
+}
+
+/// Flash in RAM with NOR semantics (a write can only clear bits, an erase
+/// sets a sector to `0xFF`) and a power cut on demand: after
+/// [`cut_after`](MemFlash::cut_after) `n` more writes or erases, the next
+/// one is done halfway (half the bytes written; half the sector erased, the
+/// rest left as it was) and it and every later operation fail with
+/// [`StoreError::PowerLoss`] until [`reboot`](MemFlash::reboot).
+pub struct MemFlash<'a> {
+    bytes: &'a mut [u8],
+    sector: usize,
+    block: usize,
+    left: Option<usize>,
+    down: bool,
+    ops: usize,
+}
+
+impl<'a> MemFlash<'a> {
+    /// Flash over `bytes` (erased to `0xFF` by the caller or not), with
+    /// `sector`-byte sectors and `block`-byte program units.
+    ///
+    /// # Panics
+    ///
+    /// When the sizes do not divide (a test setup error).
+    pub fn new(bytes: &'a mut [u8], sector: usize, block: usize) -> Self {
+        assert!(sector.is_power_of_two() && block.is_power_of_two() && block <= sector);
+        assert!(bytes.len() % sector == 0);
+        MemFlash {
+            bytes,
+            sector,
+            block,
+            left: None,
+            down: false,
+            ops: 0,
+        }
+    }
+
+    /// Cut the power at the `n`th write or erase from now (0: the next).
+    pub fn cut_after(&mut self, n: usize) {
+        self.left = Some(n);
+    }
+
+    /// Power back on: operations work again, no cut is armed.
+    pub fn reboot(&mut self) {
+        self.left = None;
+        self.down = false;
+    }
+
+    /// Writes and erases done (including a cut one).
+    pub fn ops(&self) -> usize {
+        self.ops
+    }
+
+    /// The raw bytes (for tests that corrupt or inspect them).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.bytes
+    }
+
+    /// `Ok(true)`: do the whole operation; `Ok(false)`: do half, then fail.
+    fn power(&mut self) -> Result<bool, StoreError> {
+        if self.down {
+            return Err(StoreError::PowerLoss);
+        }
+        self.ops += 1;
+        match self.left {
+            Some(0) => {
+                self.down = true;
+                Ok(false)
+            }
+            Some(n) => {
+                self.left = Some(n - 1);
+                Ok(true)
+            }
+            None => Ok(true),
+        }
+    }
+
+    fn range(&self, offset: usize, len: usize) -> Result<core::ops::Range<usize>, StoreError> {
+        let end = offset.checked_add(len).ok_or(StoreError::Flash)?;
+        if end > self.bytes.len() {
+            return Err(StoreError::Flash);
+        }
+        Ok(offset..end)
+    }
+}
+
+impl Flash for MemFlash<'_> {
+    fn size(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn sector_size(&self) -> usize {
+        self.sector
+    }
+
+    fn write_block(&self) -> usize {
+        self.block
+    }
+
+    fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), StoreError> {
+        if self.down {
+            return Err(StoreError::PowerLoss);
+        }
+        let range = self.range(offset, buf.len())?;
+        buf.copy_from_slice(&self.bytes[range]);
+        Ok(())
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), StoreError> {
+        let range = self.range(offset, data.len())?;
+        if offset % self.block != 0 || data.len() % self.block != 0 {
+            return Err(StoreError::Flash);
+        }
+        let whole = self.power()?;
+        let n = if whole { data.len() } else { data.len() / 2 };
+        for (b, d) in self.bytes[range].iter_mut().zip(&data[..n]) {
+            *b &= d;
+        }
+        if whole {
+            Ok(())
+        } else {
+            Err(StoreError::PowerLoss)
+        }
+    }
+
+    fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError> {
+        let range = self.range(offset, self.sector)?;
+        if offset % self.sector != 0 {
+            return Err(StoreError::Flash);
+        }
+        let whole = self.power()?;
+        let n = if whole { self.sector } else { self.sector / 2 };
+        self.bytes[range][..n].fill(0xFF);
+        if whole {
+            Ok(())
+        } else {
+            Err(StoreError::PowerLoss)
+        }
+    }
+}
