@@ -1,0 +1,233 @@
+//! `synaptic-pack`: the host side of the model store.
+//!
+//! * [`pack`] wraps a `.tflite` in the store's container
+//!   ([`synaptic_store::container`]): name, version, payload length and
+//!   CRC32, and the input and output shapes and types read from the
+//!   flatbuffer itself (the model is parsed and validated by
+//!   `synaptic-tflite`, as the firmware will; a file it refuses is refused
+//!   here).
+//! * [`Partition::from_dts`] finds a fixed partition by label in a built
+//!   devicetree (`build/zephyr/zephyr.dts`), with its flash's erase and
+//!   write block sizes; [`report`] lays out the store over it and says
+//!   which containers fit a slot.
+
+use std::fmt::Write as _;
+
+use synaptic_store::{Header, TensorShape, HEADER_LEN};
+use synaptic_tflite::{ElementType, Model, Tensor};
+
+/// Why packing or laying out failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PackError {
+    /// The `.tflite` does not parse or validate (the interpreter's reason).
+    Model(String),
+    /// The model has no input or output, or more than one of either.
+    Signature,
+    /// A tensor of rank above 4 (the container records four dimensions).
+    Rank(usize),
+    /// An element type the container cannot name.
+    ElementType,
+    /// A name the store refuses.
+    Name,
+    /// No partition with that label (or no `reg`) in the devicetree.
+    NoPartition(String),
+    /// The partition cannot hold the store's registry and two slots per
+    /// model of that size.
+    Layout,
+}
+
+impl std::fmt::Display for PackError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PackError::Model(e) => write!(f, "not a model the interpreter runs: {e}"),
+            PackError::Signature => write!(f, "the model must have one input and one output"),
+            PackError::Rank(r) => write!(
+                f,
+                "a tensor of rank {r} (the container records 4 dimensions)"
+            ),
+            PackError::ElementType => write!(f, "an element type the container cannot name"),
+            PackError::Name => write!(f, "a name must be 1 to 31 bytes of UTF-8 without NUL"),
+            PackError::NoPartition(l) => write!(f, "no partition labelled \"{l}\" with a reg"),
+            PackError::Layout => write!(
+                f,
+                "the partition cannot hold the registry and two slots per model"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PackError {}
+
+/// `.tflite`'s `TensorType` code of an element type.
+fn type_code(t: ElementType) -> Result<u8, PackError> {
+    Ok(match t {
+        ElementType::Float32 => 0,
+        ElementType::Int32 => 2,
+        ElementType::UInt8 => 3,
+        ElementType::Int64 => 4,
+        ElementType::Bool => 6,
+        ElementType::Int16 => 7,
+        ElementType::Int8 => 9,
+        _ => return Err(PackError::ElementType),
+    })
+}
+
+fn shape(t: &Tensor<'_>) -> Result<TensorShape, PackError> {
+    let dims = t.shape().dims();
+    if dims.len() > 4 {
+        return Err(PackError::Rank(dims.len()));
+    }
+    let mut out = [1u32; 4];
+    for (o, d) in out.iter_mut().zip(dims) {
+        *o = u32::try_from(*d).map_err(|_| PackError::Rank(dims.len()))?;
+    }
+    Ok(TensorShape {
+        dtype: type_code(t.element_type())?,
+        rank: dims.len() as u8,
+        dims: out,
+    })
+}
+
+/// The container of `model` (a `.tflite`) named `name`, version `version`.
+///
+/// # Errors
+///
+/// [`PackError`].
+pub fn pack(model: &[u8], name: &str, version: u32) -> Result<Vec<u8>, PackError> {
+    let parsed = Model::parse(model).map_err(|e| PackError::Model(format!("{e:?}")))?;
+    if parsed.input_count() != 1 || parsed.output_count() != 1 {
+        return Err(PackError::Signature);
+    }
+    let err = |e| PackError::Model(format!("{e:?}"));
+    let input = shape(&parsed.input(0).map_err(err)?)?;
+    let output = shape(&parsed.output(0).map_err(err)?)?;
+    let header = Header::new(name, version, model, input, output).map_err(|_| PackError::Name)?;
+    let mut out = header.encode().to_vec();
+    out.extend_from_slice(model);
+    debug_assert_eq!(out.len(), HEADER_LEN + model.len());
+    Ok(out)
+}
+
+/// A fixed partition of a devicetree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// Offset in its flash.
+    pub offset: u64,
+    /// Bytes.
+    pub size: u64,
+    /// The flash's `erase-block-size` (0 if the devicetree gives none).
+    pub erase_block: u64,
+    /// The flash's `write-block-size` (1 if none).
+    pub write_block: u64,
+}
+
+impl Partition {
+    /// The partition labelled `label` in devicetree source `dts` (a built
+    /// `zephyr.dts`: one node per block, properties before children). The
+    /// block sizes are the nearest ones declared before the partition: its
+    /// flash node's.
+    ///
+    /// # Errors
+    ///
+    /// [`PackError::NoPartition`].
+    pub fn from_dts(dts: &str, label: &str) -> Result<Partition, PackError> {
+        let missing = || PackError::NoPartition(label.to_owned());
+        let needle = format!("label = \"{label}\";");
+        let at = dts.find(&needle).ok_or_else(missing)?;
+        // The node holding the label: from its opening line to its `};`.
+        let start = dts[..at].rfind('{').ok_or_else(missing)?;
+        let end = at + dts[at..].find("};").ok_or_else(missing)?;
+        let node = &dts[start..end];
+        let reg = property_cells(node, "reg").ok_or_else(missing)?;
+        let [offset, size] = reg[..] else {
+            return Err(missing());
+        };
+        let before = &dts[..start];
+        let nearest = |name: &str| {
+            before
+                .rmatch_indices(&format!("{name} = <"))
+                .next()
+                .and_then(|(i, _)| property_cells(&before[i..], name))
+                .and_then(|c| c.first().copied())
+        };
+        Ok(Partition {
+            offset,
+            size,
+            erase_block: nearest("erase-block-size").unwrap_or(0),
+            write_block: nearest("write-block-size").unwrap_or(1),
+        })
+    }
+}
+
+/// The cells of `name = < ... >;` in `text` (decimal or 0x hex).
+fn property_cells(text: &str, name: &str) -> Option<Vec<u64>> {
+    let key = format!("{name} = <");
+    let i = text.find(&key)? + key.len();
+    let j = i + text[i..].find('>')?;
+    text[i..j]
+        .split_whitespace()
+        .map(|c| match c.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => c.parse().ok(),
+        })
+        .collect()
+}
+
+/// How the store lays out over `partition` for `models` models of at most
+/// `slot_bytes` container bytes, and whether each `(file, container
+/// length)` fits a slot. Returns the report and whether all fit.
+///
+/// # Errors
+///
+/// [`PackError::Layout`] when the layout itself does not fit.
+pub fn report(
+    partition: &Partition,
+    models: u64,
+    slot_bytes: u64,
+    containers: &[(String, u64)],
+) -> Result<(String, bool), PackError> {
+    let sector = partition.erase_block.max(1);
+    let slot = slot_bytes.div_ceil(sector).max(1) * sector;
+    let used = 2 * sector + 2 * models * slot;
+    if models == 0 || used > partition.size {
+        return Err(PackError::Layout);
+    }
+    let mut out = String::new();
+    let base = partition.offset;
+    let _ = writeln!(
+        out,
+        "partition 0x{base:x}..0x{:x} ({} B), erase block {sector} B, write block {} B",
+        base + partition.size,
+        partition.size,
+        partition.write_block
+    );
+    let _ = writeln!(
+        out,
+        "registry copies 0x{base:x}, 0x{:x} ({sector} B each)",
+        base + sector
+    );
+    for m in 0..models {
+        for (s, ab) in ["A", "B"].iter().enumerate() {
+            let at = base + 2 * sector + (2 * m + s as u64) * slot;
+            let _ = writeln!(
+                out,
+                "model {m} slot {ab}: 0x{at:x}..0x{:x} ({slot} B)",
+                at + slot
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "used {used} of {} B, {} B free",
+        partition.size,
+        partition.size - used
+    );
+    let mut all = true;
+    for (file, len) in containers {
+        let fits = *len <= slot;
+        all &= fits;
+        let verdict = if fits { "fits" } else { "does NOT fit" };
+        let _ = writeln!(out, "{file}: {len} B container {verdict} a {slot} B slot");
+    }
+    Ok((out, all))
+}
