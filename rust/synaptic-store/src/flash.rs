@@ -33,37 +33,71 @@ pub trait Flash {
     ///
     /// [`StoreError::Flash`] or [`StoreError::PowerLoss`].
     fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError>;
+
+    /// What an erase of the sector at `offset` cut short by a power loss
+    /// leaves, for [`PowerCut`]: by default nothing is erased (a driver
+    /// cannot erase part of a sector); [`MemFlash`] erases half of it.
+    ///
+    /// # Errors
+    ///
+    /// As [`erase_sector`](Self::erase_sector).
+    fn erase_torn(&mut self, offset: usize) -> Result<(), StoreError> {
+        let _ = offset;
+        Ok(())
+    }
 }
 
-/// Flash in RAM with NOR semantics (a write can only clear bits, an erase
-/// sets a sector to `0xFF`) and a power cut on demand: after
-/// [`cut_after`](MemFlash::cut_after) `n` more writes or erases, the next
-/// one is done halfway (half the bytes written; half the sector erased, the
-/// rest left as it was) and it and every later operation fail with
-/// [`StoreError::PowerLoss`] until [`reboot`](MemFlash::reboot).
-pub struct MemFlash<'a> {
-    bytes: &'a mut [u8],
-    sector: usize,
-    block: usize,
+/// A store may borrow its flash (so that a caller keeps it across a
+/// failed open, as the power-loss sweep does).
+impl<T: Flash + ?Sized> Flash for &mut T {
+    fn size(&self) -> usize {
+        (**self).size()
+    }
+
+    fn sector_size(&self) -> usize {
+        (**self).sector_size()
+    }
+
+    fn write_block(&self) -> usize {
+        (**self).write_block()
+    }
+
+    fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), StoreError> {
+        (**self).read(offset, buf)
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), StoreError> {
+        (**self).write(offset, data)
+    }
+
+    fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError> {
+        (**self).erase_sector(offset)
+    }
+
+    fn erase_torn(&mut self, offset: usize) -> Result<(), StoreError> {
+        (**self).erase_torn(offset)
+    }
+}
+
+/// A power cut on demand over any flash: after
+/// [`cut_after`](PowerCut::cut_after) `n` more writes or erases, the next
+/// one is done halfway (the first half of its blocks written;
+/// [`Flash::erase_torn`] for an erase) and it and every later operation
+/// fail with [`StoreError::PowerLoss`] until [`reboot`](PowerCut::reboot).
+/// The host's power-loss sweep runs on it over [`MemFlash`], an emulated
+/// board's over the flash simulator.
+pub struct PowerCut<F> {
+    inner: F,
     left: Option<usize>,
     down: bool,
     ops: usize,
 }
 
-impl<'a> MemFlash<'a> {
-    /// Flash over `bytes` (erased to `0xFF` by the caller or not), with
-    /// `sector`-byte sectors and `block`-byte program units.
-    ///
-    /// # Panics
-    ///
-    /// When the sizes do not divide (a test setup error).
-    pub fn new(bytes: &'a mut [u8], sector: usize, block: usize) -> Self {
-        assert!(sector.is_power_of_two() && block.is_power_of_two() && block <= sector);
-        assert!(bytes.len() % sector == 0);
-        MemFlash {
-            bytes,
-            sector,
-            block,
+impl<F: Flash> PowerCut<F> {
+    /// `inner` with no cut armed.
+    pub fn new(inner: F) -> Self {
+        PowerCut {
+            inner,
             left: None,
             down: false,
             ops: 0,
@@ -86,9 +120,9 @@ impl<'a> MemFlash<'a> {
         self.ops
     }
 
-    /// The raw bytes (for tests that corrupt or inspect them).
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        self.bytes
+    /// The flash underneath.
+    pub fn inner_mut(&mut self) -> &mut F {
+        &mut self.inner
     }
 
     /// `Ok(true)`: do the whole operation; `Ok(false)`: do half, then fail.
@@ -109,6 +143,79 @@ impl<'a> MemFlash<'a> {
             None => Ok(true),
         }
     }
+}
+
+impl<F: Flash> Flash for PowerCut<F> {
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    fn sector_size(&self) -> usize {
+        self.inner.sector_size()
+    }
+
+    fn write_block(&self) -> usize {
+        self.inner.write_block()
+    }
+
+    fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), StoreError> {
+        if self.down {
+            return Err(StoreError::PowerLoss);
+        }
+        self.inner.read(offset, buf)
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), StoreError> {
+        if self.power()? {
+            return self.inner.write(offset, data);
+        }
+        let block = self.inner.write_block().max(1);
+        let half = data.len() / block / 2 * block;
+        if half > 0 {
+            self.inner.write(offset, &data[..half])?;
+        }
+        Err(StoreError::PowerLoss)
+    }
+
+    fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError> {
+        if self.power()? {
+            return self.inner.erase_sector(offset);
+        }
+        self.inner.erase_torn(offset)?;
+        Err(StoreError::PowerLoss)
+    }
+}
+
+/// Flash in RAM with NOR semantics: a write can only clear bits, an erase
+/// sets a sector to `0xFF`, and a torn erase ([`Flash::erase_torn`]) sets
+/// only the first half. Wrap it in [`PowerCut`] for power cuts.
+pub struct MemFlash<'a> {
+    bytes: &'a mut [u8],
+    sector: usize,
+    block: usize,
+}
+
+impl<'a> MemFlash<'a> {
+    /// Flash over `bytes` (erased to `0xFF` by the caller or not), with
+    /// `sector`-byte sectors and `block`-byte program units.
+    ///
+    /// # Panics
+    ///
+    /// When the sizes do not divide (a test setup error).
+    pub fn new(bytes: &'a mut [u8], sector: usize, block: usize) -> Self {
+        assert!(sector.is_power_of_two() && block.is_power_of_two() && block <= sector);
+        assert!(bytes.len() % sector == 0);
+        MemFlash {
+            bytes,
+            sector,
+            block,
+        }
+    }
+
+    /// The raw bytes (for tests that corrupt or inspect them).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.bytes
+    }
 
     fn range(&self, offset: usize, len: usize) -> Result<core::ops::Range<usize>, StoreError> {
         let end = offset.checked_add(len).ok_or(StoreError::Flash)?;
@@ -116,6 +223,13 @@ impl<'a> MemFlash<'a> {
             return Err(StoreError::Flash);
         }
         Ok(offset..end)
+    }
+
+    fn sector_range(&self, offset: usize) -> Result<core::ops::Range<usize>, StoreError> {
+        if offset % self.sector != 0 {
+            return Err(StoreError::Flash);
+        }
+        self.range(offset, self.sector)
     }
 }
 
@@ -133,9 +247,6 @@ impl Flash for MemFlash<'_> {
     }
 
     fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), StoreError> {
-        if self.down {
-            return Err(StoreError::PowerLoss);
-        }
         let range = self.range(offset, buf.len())?;
         buf.copy_from_slice(&self.bytes[range]);
         Ok(())
@@ -146,30 +257,22 @@ impl Flash for MemFlash<'_> {
         if offset % self.block != 0 || data.len() % self.block != 0 {
             return Err(StoreError::Flash);
         }
-        let whole = self.power()?;
-        let n = if whole { data.len() } else { data.len() / 2 };
-        for (b, d) in self.bytes[range].iter_mut().zip(&data[..n]) {
+        for (b, d) in self.bytes[range].iter_mut().zip(data) {
             *b &= d;
         }
-        if whole {
-            Ok(())
-        } else {
-            Err(StoreError::PowerLoss)
-        }
+        Ok(())
     }
 
     fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError> {
-        let range = self.range(offset, self.sector)?;
-        if offset % self.sector != 0 {
-            return Err(StoreError::Flash);
-        }
-        let whole = self.power()?;
-        let n = if whole { self.sector } else { self.sector / 2 };
-        self.bytes[range][..n].fill(0xFF);
-        if whole {
-            Ok(())
-        } else {
-            Err(StoreError::PowerLoss)
-        }
+        let range = self.sector_range(offset)?;
+        self.bytes[range].fill(0xFF);
+        Ok(())
+    }
+
+    fn erase_torn(&mut self, offset: usize) -> Result<(), StoreError> {
+        let range = self.sector_range(offset)?;
+        let half = range.start + self.sector / 2;
+        self.bytes[range.start..half].fill(0xFF);
+        Ok(())
     }
 }

@@ -28,9 +28,10 @@ pub mod container;
 mod flash;
 mod registry;
 mod store;
+pub mod sweep;
 
 pub use container::{Header, TensorShape, HEADER_LEN};
-pub use flash::{Flash, MemFlash};
+pub use flash::{Flash, MemFlash, PowerCut};
 pub use registry::SlotState;
 pub use store::{Layout, Located, ModelStatus, OpenReport, Store};
 

@@ -6,9 +6,13 @@
 // reopened or corrupted.
 #![allow(clippy::drop_non_drop)]
 
+use synaptic_store::sweep::sweep;
 use synaptic_store::{
-    Header, Layout, MemFlash, SlotState, Store, StoreError, TensorShape, HEADER_LEN,
+    Header, Layout, MemFlash, PowerCut, SlotState, Store, StoreError, TensorShape, HEADER_LEN,
 };
+
+/// The store under test: over RAM flash with power cuts on demand.
+type TestStore<'a> = Store<PowerCut<MemFlash<'a>>, MODELS>;
 
 const SECTOR: usize = 4096;
 const BLOCK: usize = 16;
@@ -33,7 +37,7 @@ fn container(name: &str, version: u32, len: usize) -> Vec<u8> {
 
 /// Install a container in chunks of `chunk` bytes and activate it.
 fn install(
-    store: &mut Store<MemFlash<'_>, MODELS>,
+    store: &mut TestStore<'_>,
     name: &str,
     bytes: &[u8],
     chunk: usize,
@@ -46,19 +50,14 @@ fn install(
     store.activate(name)
 }
 
-fn open(
-    buf: &mut [u8],
-) -> Result<(Store<MemFlash<'_>, MODELS>, synaptic_store::OpenReport), StoreError> {
-    let flash = MemFlash::new(buf, SECTOR, BLOCK);
+fn open(buf: &mut [u8]) -> Result<(TestStore<'_>, synaptic_store::OpenReport), StoreError> {
+    let flash = PowerCut::new(MemFlash::new(buf, SECTOR, BLOCK));
     let layout = Layout::new(&flash, MODELS, SLOT)?;
     Store::open(flash, layout)
 }
 
 /// The active payload of `name`, read back through the store.
-fn active_payload(
-    store: &mut Store<MemFlash<'_>, MODELS>,
-    name: &str,
-) -> Result<(u32, Vec<u8>), StoreError> {
+fn active_payload(store: &mut TestStore<'_>, name: &str) -> Result<(u32, Vec<u8>), StoreError> {
     let located = store.active(name)?;
     let mut out = vec![0u8; located.header.payload_len as usize];
     store.read_payload(&located, 0, &mut out)?;
@@ -201,156 +200,19 @@ fn registry_copies_torn_or_corrupt() {
     assert_eq!(open(&mut buf).err(), Some(StoreError::Corrupt));
 }
 
-/// One step of the power-loss scenario and each model's active version
-/// once it is done.
-struct Step {
-    name: &'static str,
-    run: fn(&mut Store<MemFlash<'_>, MODELS>) -> Result<(), StoreError>,
-    after: [Option<u32>; 2],
-}
-
-fn update(
-    store: &mut Store<MemFlash<'_>, MODELS>,
-    name: &str,
-    version: u32,
-) -> Result<(), StoreError> {
-    let bytes = container(name, version, 4000 + version as usize * 1000);
-    install(store, name, &bytes, 700).map(|_| ())
-}
-
-const STEPS: &[Step] = &[
-    Step {
-        name: "install kws v1",
-        run: |s| update(s, "kws", 1),
-        after: [Some(1), None],
-    },
-    Step {
-        name: "install face v1",
-        run: |s| update(s, "face", 1),
-        after: [Some(1), Some(1)],
-    },
-    Step {
-        name: "update kws v2",
-        run: |s| update(s, "kws", 2),
-        after: [Some(2), Some(1)],
-    },
-    Step {
-        name: "rollback kws",
-        run: |s| s.rollback("kws").map(|_| ()),
-        after: [Some(1), Some(1)],
-    },
-    Step {
-        name: "update face v2",
-        run: |s| update(s, "face", 2),
-        after: [Some(1), Some(2)],
-    },
-    Step {
-        name: "update kws v3",
-        run: |s| update(s, "kws", 3),
-        after: [Some(3), Some(2)],
-    },
-];
-
-fn active_versions(store: &mut Store<MemFlash<'_>, MODELS>) -> [Option<u32>; 2] {
-    ["kws", "face"].map(|name| match active_payload(store, name) {
-        Ok((v, payload)) => {
-            let expected = container(name, v, 4000 + v as usize * 1000);
-            assert_eq!(
-                payload,
-                expected[HEADER_LEN..],
-                "{name} v{v}: payload differs"
-            );
-            Some(v)
-        }
-        Err(StoreError::NotFound) => None,
-        Err(e) => panic!("{name}: {e:?}"),
-    })
-}
-
 #[test]
 fn power_loss_at_every_flash_operation() {
-    // The flash operation count at the end of each step, uncut (the
-    // scenario is deterministic, so a cut at operation n lands in the same
-    // step every time).
     let mut buf = vec![0xFFu8; FLASH];
-    let mut ends = Vec::new();
-    let (mut store, _) = open(&mut buf).unwrap();
-    for step in STEPS {
-        (step.run)(&mut store).unwrap();
-        ends.push(store.flash_mut().ops());
-    }
-    drop(store);
-    let total = *ends.last().unwrap();
-    let mut double_cuts = 0;
-    for cut in 0..total {
-        let mut buf = vec![0xFFu8; FLASH];
-        let (mut store, _) = open(&mut buf).unwrap();
-        store.flash_mut().cut_after(cut);
-        for step in STEPS {
-            if (step.run)(&mut store).is_err() {
-                break;
-            }
-        }
-        let i = ends.iter().position(|&end| cut < end).unwrap();
-        let mut flash = store.into_flash();
-        assert_eq!(
-            flash.ops(),
-            cut + 1,
-            "cut {cut}: the store stopped at the cut"
-        );
-        flash.reboot();
-        drop(flash);
-        // The boot scan may commit a repair (an interrupted update's slot
-        // forgotten): cut it too, at each of its operations, then boot
-        // once more.
-        for second in 0..3 {
-            let mut image = buf.clone();
-            let mut flash = MemFlash::new(&mut image, SECTOR, BLOCK);
-            flash.cut_after(second);
-            let layout = Layout::new(&flash, MODELS, SLOT).unwrap();
-            if Store::<_, MODELS>::open(flash, layout).is_ok() {
-                continue;
-            }
-            let (mut store, _) = open(&mut image)
-                .unwrap_or_else(|e| panic!("cut {cut} then {second} at boot: open: {e:?}"));
-            let versions = active_versions(&mut store);
-            let before = if i == 0 {
-                [None, None]
-            } else {
-                STEPS[i - 1].after
-            };
-            assert!(
-                versions == before || versions == STEPS[i].after,
-                "cut {cut} then {second} at boot: active {versions:?}"
-            );
-            double_cuts += 1;
-        }
-        let (mut store, _) = open(&mut buf).unwrap_or_else(|e| panic!("cut {cut}: open: {e:?}"));
-        let versions = active_versions(&mut store);
-        let before = if i == 0 {
-            [None, None]
-        } else {
-            STEPS[i - 1].after
-        };
-        assert!(
-            versions == before || versions == STEPS[i].after,
-            "cut {cut} in {:?}: active {versions:?}, expected {before:?} or {:?}",
-            STEPS[i].name,
-            STEPS[i].after
-        );
-        // And the store still works after the reboot.
-        let status: Vec<_> = store.models().map(|m| format!("{m:?}")).collect();
-        update(&mut store, "kws", 4).unwrap();
-        assert_eq!(
-            active_payload(&mut store, "kws").unwrap().0,
-            4,
-            "cut {cut}: after an update from {status:?}"
-        );
-    }
+    let mut flash = PowerCut::new(MemFlash::new(&mut buf, SECTOR, BLOCK));
+    let layout = Layout::new(&flash, MODELS, SLOT).unwrap();
+    let report = sweep::<_, MODELS>(&mut flash, layout, 0..).unwrap_or_else(|f| panic!("{f:?}"));
     println!(
-        "power-loss sweep: {total} cut points over {} steps and {double_cuts} second cuts \
-         in the boot scan's repair, 0 failures",
-        STEPS.len()
+        "power-loss sweep: {} cut points (every flash operation of {} steps) and {} cuts of the \
+         boot's own repair, 0 failures",
+        report.cuts,
+        synaptic_store::sweep::STEPS.len(),
+        report.second_cuts
     );
-    assert!(total > 100);
+    assert_eq!(report.cuts, report.operations);
+    assert!(report.cuts > 100 && report.second_cuts > 0);
 }
