@@ -23,7 +23,7 @@ pub struct Synthetic {
 
 impl Synthetic {
     /// Payload bytes (grows with the version, so slots see other lengths).
-    pub fn len(&self) -> usize {
+    pub fn payload_len(&self) -> usize {
         4000 + self.version as usize * 1000
     }
 
@@ -46,8 +46,8 @@ impl Synthetic {
         let mut digest = crate::CRC.digest();
         let mut chunk = [0u8; 256];
         let mut at = 0;
-        while at < self.len() {
-            let n = chunk.len().min(self.len() - at);
+        while at < self.payload_len() {
+            let n = chunk.len().min(self.payload_len() - at);
             self.fill(at, &mut chunk[..n]);
             digest.update(&chunk[..n]);
             at += n;
@@ -55,10 +55,10 @@ impl Synthetic {
         let shape = TensorShape {
             dtype: 9,
             rank: 1,
-            dims: [self.len() as u32, 1, 1, 1],
+            dims: [self.payload_len() as u32, 1, 1, 1],
         };
         let mut h = Header::new(self.name, self.version, &[], shape, shape)?;
-        h.payload_len = self.len() as u32;
+        h.payload_len = self.payload_len() as u32;
         h.payload_crc = digest.finalize();
         Ok(h)
     }
@@ -73,12 +73,12 @@ impl Synthetic {
         store: &mut Store<F, M>,
     ) -> Result<(), StoreError> {
         let header = self.header()?.encode();
-        store.begin(self.name, HEADER_LEN + self.len())?;
+        store.begin(self.name, HEADER_LEN + self.payload_len())?;
         store.write_chunk(0, &header)?;
         let mut chunk = [0u8; 700];
         let mut at = 0;
-        while at < self.len() {
-            let n = chunk.len().min(self.len() - at);
+        while at < self.payload_len() {
+            let n = chunk.len().min(self.payload_len() - at);
             self.fill(at, &mut chunk[..n]);
             store.write_chunk(HEADER_LEN + at, &chunk[..n])?;
             at += n;
