@@ -27,6 +27,8 @@ pub mod service;
 pub mod shell;
 #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
 pub mod status;
+#[cfg(feature = "store")]
+pub mod store;
 pub mod sync;
 pub mod timer;
 pub mod ztest;

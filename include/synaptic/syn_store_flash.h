@@ -1,0 +1,38 @@
+/*
+ * The model store's flash partition (devicetree `chosen`
+ * `synaptic,model-store`), for the Rust store on Zephyr. Offsets are from
+ * the start of the partition; every call returns 0 or a negative errno
+ * (-ENODEV when devicetree names no partition or it is not open).
+ */
+
+#ifndef SYNAPTIC_SYN_STORE_FLASH_H_
+#define SYNAPTIC_SYN_STORE_FLASH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The partition's size and its flash's erase and write block sizes. */
+struct syn_store_flash_info {
+	uint32_t size;
+	uint32_t erase_block;
+	uint32_t write_block;
+};
+
+/** Open the partition (once; later calls only report). */
+int syn_store_flash_open(struct syn_store_flash_info *info);
+/** Read @p len bytes at @p offset. */
+int syn_store_flash_read(uint32_t offset, void *buf, size_t len);
+/** Program @p len bytes at @p offset (erased, block-aligned). */
+int syn_store_flash_write(uint32_t offset, const void *buf, size_t len);
+/** Erase @p len bytes at @p offset (the store passes one sector). */
+int syn_store_flash_erase(uint32_t offset, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNAPTIC_SYN_STORE_FLASH_H_ */

@@ -1,0 +1,76 @@
+/*
+ * The model store's flash: the fixed partition devicetree names with
+ * `chosen { synaptic,model-store = &partition; }`, through Zephyr's flash
+ * map. The Rust store (synaptic-zephyr's store module) calls these.
+ */
+
+#include <errno.h>
+#include <zephyr/devicetree.h>
+#include <zephyr/drivers/flash.h>
+#include <zephyr/storage/flash_map.h>
+#include <synaptic/syn_store_flash.h>
+
+#define SYN_STORE_NODE DT_CHOSEN(synaptic_model_store)
+
+#if DT_NODE_EXISTS(SYN_STORE_NODE)
+BUILD_ASSERT(DT_NODE_HAS_COMPAT(DT_PARENT(SYN_STORE_NODE), fixed_partitions),
+	     "chosen synaptic,model-store must be a fixed partition");
+
+#define SYN_STORE_FLASH DT_GPARENT(SYN_STORE_NODE)
+
+static const struct flash_area *syn_store_area;
+
+int syn_store_flash_open(struct syn_store_flash_info *info)
+{
+	if (info == NULL) {
+		return -EINVAL;
+	}
+	if (syn_store_area == NULL) {
+		int ret = flash_area_open(DT_FIXED_PARTITION_ID(SYN_STORE_NODE), &syn_store_area);
+
+		if (ret != 0) {
+			return ret;
+		}
+	}
+	info->size = syn_store_area->fa_size;
+	info->erase_block = DT_PROP(SYN_STORE_FLASH, erase_block_size);
+	info->write_block = DT_PROP(SYN_STORE_FLASH, write_block_size);
+	return 0;
+}
+
+int syn_store_flash_read(uint32_t offset, void *buf, size_t len)
+{
+	return syn_store_area ? flash_area_read(syn_store_area, offset, buf, len) : -ENODEV;
+}
+
+int syn_store_flash_write(uint32_t offset, const void *buf, size_t len)
+{
+	return syn_store_area ? flash_area_write(syn_store_area, offset, buf, len) : -ENODEV;
+}
+
+int syn_store_flash_erase(uint32_t offset, size_t len)
+{
+	return syn_store_area ? flash_area_erase(syn_store_area, offset, len) : -ENODEV;
+}
+#else
+int syn_store_flash_open(struct syn_store_flash_info *info)
+{
+	(void)info;
+	return -ENODEV;
+}
+
+int syn_store_flash_read(uint32_t offset, void *buf, size_t len)
+{
+	return -ENODEV;
+}
+
+int syn_store_flash_write(uint32_t offset, const void *buf, size_t len)
+{
+	return -ENODEV;
+}
+
+int syn_store_flash_erase(uint32_t offset, size_t len)
+{
+	return -ENODEV;
+}
+#endif
