@@ -13,6 +13,9 @@
 //!   sector that does not hold the current record. So after a cut at any
 //!   operation the store opens with each model's active version the old
 //!   one or the new one, complete and CRC-valid, never a mix, never none.
+//! * **Update streams** ([`ota::Ota`]): the reference's `syn_model_ota.h`
+//!   state machine (idle, downloading, validating, staging, ready, error)
+//!   over the store; the header is checked as soon as it has arrived.
 //! * **CRC-gated loads** ([`Store::active`]): the payload's CRC is checked
 //!   from flash before its location is handed out; [`Store::open`] checks
 //!   every active slot and falls back to the previous one if it fails.
@@ -26,6 +29,7 @@
 
 pub mod container;
 mod flash;
+pub mod ota;
 mod registry;
 mod store;
 pub mod sweep;
