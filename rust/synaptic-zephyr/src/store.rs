@@ -98,3 +98,133 @@ impl Flash for ZephyrFlash {
         status(unsafe { syn_store_flash_erase(at, sector) })
     }
 }
+
+/// `syn_model_ota.h`: one update stream into the store on the partition,
+/// opened at the first call (`CONFIG_SYNAPTIC_STORE_MAX_MODELS` models of
+/// at most `CONFIG_SYNAPTIC_STORE_SLOT_SIZE` container bytes).
+pub mod ota {
+    use core::ffi::{c_char, CStr};
+
+    use synaptic_store::ota::{Ota, OtaError, OtaState};
+    use synaptic_store::{Layout, Store};
+    use zephyr::raw;
+
+    use super::ZephyrFlash;
+    use crate::sync::KernelMutex;
+
+    const MODELS: usize = zephyr::kconfig::CONFIG_SYNAPTIC_STORE_MAX_MODELS as usize;
+    const SLOT: usize = zephyr::kconfig::CONFIG_SYNAPTIC_STORE_SLOT_SIZE as usize;
+
+    struct Updates {
+        store: Option<Store<ZephyrFlash, MODELS>>,
+        ota: Ota,
+    }
+
+    static UPDATES: KernelMutex<Updates> = KernelMutex::new(Updates {
+        store: None,
+        ota: Ota::new(),
+    });
+
+    fn errno(e: OtaError) -> i32 {
+        let code = match e {
+            OtaError::State => raw::EPERM,
+            OtaError::TooLarge => raw::EFBIG,
+            OtaError::BadHeader | OtaError::Crc => raw::EILSEQ,
+            OtaError::Size => raw::EMSGSIZE,
+            OtaError::Name => raw::EINVAL,
+            OtaError::Incomplete => raw::ENODATA,
+            OtaError::NothingToRollBack => raw::ENOENT,
+            OtaError::Store(_) => raw::EIO,
+        };
+        -(code as i32)
+    }
+
+    /// Run `f` on the store (opened on first use) and the update.
+    fn with<T>(
+        f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> Result<T, OtaError>,
+    ) -> i32 {
+        let mut guard = UPDATES.lock();
+        let u = &mut *guard;
+        if u.store.is_none() {
+            let opened = ZephyrFlash::open()
+                .and_then(|flash| {
+                    let layout = Layout::new(&flash, MODELS, SLOT)?;
+                    Store::open(flash, layout)
+                })
+                .map(|(store, _)| store);
+            match opened {
+                Ok(store) => u.store = Some(store),
+                Err(_) => return -(raw::EIO as i32),
+            }
+        }
+        let Some(store) = u.store.as_mut() else {
+            return -(raw::EIO as i32);
+        };
+        match f(store, &mut u.ota) {
+            Ok(_) => 0,
+            Err(e) => errno(e),
+        }
+    }
+
+    /// `syn_ota_begin`.
+    ///
+    /// # Safety
+    ///
+    /// `model_name` is NULL or a NUL-terminated string.
+    #[no_mangle]
+    pub unsafe extern "C" fn syn_ota_begin(model_name: *const c_char, total_size: usize) -> i32 {
+        if model_name.is_null() {
+            return -(raw::EINVAL as i32);
+        }
+        // SAFETY: non-NULL and NUL-terminated (the caller's contract).
+        let name = unsafe { CStr::from_ptr(model_name) };
+        let Ok(name) = name.to_str() else {
+            return -(raw::EINVAL as i32);
+        };
+        with(|store, ota| ota.begin(store, name, total_size))
+    }
+
+    /// `syn_ota_write_chunk`.
+    ///
+    /// # Safety
+    ///
+    /// `data` is NULL or valid for `len` bytes.
+    #[no_mangle]
+    pub unsafe extern "C" fn syn_ota_write_chunk(data: *const u8, len: usize) -> i32 {
+        if data.is_null() {
+            return -(raw::EINVAL as i32);
+        }
+        // SAFETY: non-NULL and valid for `len` bytes (the caller's contract).
+        let data = unsafe { core::slice::from_raw_parts(data, len) };
+        with(|store, ota| ota.write_chunk(store, data))
+    }
+
+    /// `syn_ota_finish`.
+    #[no_mangle]
+    pub extern "C" fn syn_ota_finish() -> i32 {
+        with(|store, ota| ota.finish(store))
+    }
+
+    /// `syn_ota_activate`.
+    #[no_mangle]
+    pub extern "C" fn syn_ota_activate() -> i32 {
+        with(|store, ota| ota.activate(store))
+    }
+
+    /// `syn_ota_rollback`.
+    #[no_mangle]
+    pub extern "C" fn syn_ota_rollback() -> i32 {
+        with(|store, ota| ota.rollback(store))
+    }
+
+    /// `syn_ota_get_state` (`syn_ota_state_t`: the [`OtaState`] order).
+    #[no_mangle]
+    pub extern "C" fn syn_ota_get_state() -> u32 {
+        UPDATES.lock().ota.state() as u32
+    }
+
+    /// The state, for Rust callers.
+    pub fn state() -> OtaState {
+        UPDATES.lock().ota.state()
+    }
+}

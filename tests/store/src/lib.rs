@@ -183,6 +183,65 @@ ztest_suite!(store_model {
     a_bad_container_leaves_the_active_version,
 });
 
+fn the_c_api_streams_a_real_model() -> Outcome {
+    use core::ffi::CStr;
+    use synaptic_zephyr::store::ota::{
+        syn_ota_activate, syn_ota_finish, syn_ota_get_state, syn_ota_rollback,
+    };
+    fn begin(name: &CStr, total: usize) -> i32 {
+        // SAFETY: a NUL-terminated name.
+        unsafe { synaptic_zephyr::store::ota::syn_ota_begin(name.as_ptr(), total) }
+    }
+    fn chunk(data: &[u8]) -> i32 {
+        // SAFETY: a buffer valid for the length passed.
+        unsafe { synaptic_zephyr::store::ota::syn_ota_write_chunk(data.as_ptr(), data.len()) }
+    }
+    let mut flash = ok!(ZephyrFlash::open(), "no store partition");
+    ok!(blank(&mut flash), "erase");
+    let errno = |e: u32| -(e as i32);
+    let name = c"person";
+    let total = HEADER_LEN + PERSON.len();
+    zassert!(syn_ota_get_state() == 0, "idle");
+    zassert!(
+        chunk(&PERSON[..16]) == errno(raw::EPERM),
+        "a chunk while idle"
+    );
+    zassert!(syn_ota_finish() == errno(raw::EPERM), "finish while idle");
+    zassert!(
+        syn_ota_rollback() == errno(raw::ENOENT),
+        "nothing to roll back"
+    );
+    zassert!(
+        begin(name, 2 * SLOT) == errno(raw::EFBIG),
+        "larger than a slot"
+    );
+    zassert!(begin(name, total) == 0, "begin");
+    zassert!(syn_ota_get_state() == 1, "downloading");
+    let header = person_header(1).encode();
+    zassert!(chunk(&header) == 0, "header");
+    for piece in PERSON.chunks(CHUNK) {
+        zassert!(chunk(piece) == 0, "chunk");
+    }
+    zassert!(syn_ota_finish() == 0, "finish");
+    zassert!(syn_ota_get_state() == 4, "ready");
+    zassert!(syn_ota_activate() == 0, "activate");
+    zassert!(syn_ota_get_state() == 0, "idle again");
+    // A bad magic ends the next update at once.
+    let mut bad = person_header(2).encode();
+    bad[0] ^= 0xFF;
+    zassert!(begin(name, total) == 0, "begin");
+    zassert!(chunk(&bad) == errno(raw::EILSEQ), "a bad magic");
+    zassert!(syn_ota_get_state() == 5, "error");
+    // What the C API activated is what the store hands out.
+    let mut store = ok!(open(), "open");
+    zassert!(active_is_person(&mut store) == Ok(1), "version 1 active");
+    Ok(())
+}
+
+ztest_suite!(store_ota {
+    the_c_api_streams_a_real_model,
+});
+
 /// Every `STRIDE`th flash operation of the scenario is a cut point.
 const STRIDE: usize = 4;
 

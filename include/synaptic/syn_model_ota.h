@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/**
+ * @file syn_model_ota.h
+ * @brief Model updates as a stream into the flash model store
+ *        (CONFIG_SYNAPTIC_STORE; the reference's API).
+ *
+ * One update at a time: begin with the model's name and the container's
+ * total size, write the container (96-byte header, then the .tflite) in
+ * chunks of any size, finish (the payload's CRC is checked from flash),
+ * activate. Every call returns 0 (activate and rollback: 0 too) or a
+ * negative errno:
+ *
+ * - -EPERM: not allowed in this state (a chunk while idle, activate before
+ *   READY, rollback during an update);
+ * - -EFBIG: larger than a slot (CONFIG_SYNAPTIC_STORE_SLOT_SIZE);
+ * - -EILSEQ: not a container header (magic, format, CRC), or the payload
+ *   fails its CRC at finish;
+ * - -EMSGSIZE: the header's length differs from the size given to begin,
+ *   or the stream runs past it;
+ * - -EINVAL: the header names another model, a bad name, NULL arguments;
+ * - -ENODATA: finish before the whole stream arrived;
+ * - -ENOENT: nothing to roll back;
+ * - -EIO: the flash or the store failed otherwise.
+ *
+ * Every error but -EPERM ends the update in SYN_OTA_STATE_ERROR; begin
+ * starts over. Activation switches the store's active version of the
+ * model (the serving runtime's hot swap is not wired to it yet).
+ */
+#ifndef SYNAPTIC_SYN_MODEL_OTA_H_
+#define SYNAPTIC_SYN_MODEL_OTA_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Where an update stands. */
+typedef enum {
+	SYN_OTA_STATE_IDLE,
+	SYN_OTA_STATE_DOWNLOADING,
+	SYN_OTA_STATE_VALIDATING,
+	SYN_OTA_STATE_STAGING,
+	SYN_OTA_STATE_READY,
+	SYN_OTA_STATE_ERROR,
+} syn_ota_state_t;
+
+/** Start an update of @p model_name, @p total_size container bytes. */
+int syn_ota_begin(const char *model_name, size_t total_size);
+/** The next @p len bytes of the container. */
+int syn_ota_write_chunk(const uint8_t *data, size_t len);
+/** End the stream; check the container from flash and stage it. */
+int syn_ota_finish(void);
+/** Make the staged version the active one. */
+int syn_ota_activate(void);
+/** Return the last activated model to its previous version. */
+int syn_ota_rollback(void);
+/** The update's state. */
+syn_ota_state_t syn_ota_get_state(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNAPTIC_SYN_MODEL_OTA_H_ */
