@@ -87,6 +87,15 @@ fn main() {
             ),
         };
     }
+    // The stub NPU's output rule: the reference's unless Kconfig says no.
+    let reference_rule = dotconfig.as_deref().is_none_or(|text| {
+        text.lines()
+            .any(|line| line.trim() == "CONFIG_SYNAPTIC_STUB_REFERENCE_OUTPUT=y")
+    });
+    let _ = writeln!(
+        out,
+        "/// `CONFIG_SYNAPTIC_STUB_REFERENCE_OUTPUT` (on without Kconfig).\npub const STUB_REFERENCE_OUTPUT: bool = {reference_rule};"
+    );
     let path = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("capacity.rs");
     fs::write(path, out).expect("write capacity.rs");
 }

@@ -106,6 +106,11 @@ pub const MAX_JOBS: usize = capacity::MAX_JOBS;
 /// Bytes of intermediate-tensor memory shared by the job slots (each slot
 /// gets two buffers of `WORK_SIZE / (2 * MAX_JOBS)` bytes).
 pub const WORK_SIZE: usize = capacity::WORK_SIZE;
+/// Whether the stub NPU follows the reference implementation's output rule
+/// (`synaptic_runtime::npu::reference_output`: one-hot 127 at
+/// `sum(input) % output length`) instead of the hash rule. On Zephyr:
+/// `CONFIG_SYNAPTIC_STUB_REFERENCE_OUTPUT` (default y); elsewhere on.
+pub const STUB_REFERENCE_OUTPUT: bool = capacity::STUB_REFERENCE_OUTPUT;
 
 // The ranges the runtime accepts (the Kconfig options' ranges): model
 // counts travel in a u8 (`syn_model_list()`), job counts too

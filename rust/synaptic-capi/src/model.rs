@@ -16,6 +16,7 @@ use core::ffi::{c_char, c_int};
 
 use synaptic_abi::Errno;
 use synaptic_runtime::arena::{Shape, TensorMeta};
+use synaptic_runtime::npu::{NpuDevice, NpuState};
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, RegistryError};
 
 use crate::state::{self, State};
@@ -33,7 +34,12 @@ fn tensor_meta(dtype: RawDtype, shape: &[u8; 4], size: u32) -> Result<TensorMeta
     }
     let size = usize::try_from(size).map_err(|_| Errno::Inval)?;
     if rank == 0 {
-        if size == 0 || size % dtype.size() != 0 {
+        if size == 0 {
+            // Unknown until the model is loaded (the reference accepts it):
+            // a one-element placeholder.
+            return TensorMeta::vector(dtype, 1).map_err(|_| Errno::Inval);
+        }
+        if size % dtype.size() != 0 {
             return Err(Errno::Inval);
         }
         return TensorMeta::vector(dtype, size / dtype.size()).map_err(|_| Errno::Inval);
@@ -253,8 +259,9 @@ pub unsafe extern "C" fn syn_model_list(
 /// Makes a registered model resident on the NPU (replacing the resident one).
 ///
 /// Returns 0, `-EINVAL` for an unregistered handle, `-EALREADY` when it is
-/// resident, or the NPU's errno (`-ENODEV` before the NPU is initialised,
-/// `-E2BIG` / `-ENOTSUP` for tensors the NPU cannot take).
+/// resident, or the NPU's errno (`-E2BIG` / `-ENOTSUP` for tensors the NPU
+/// cannot take). Before `syn_hal_npu_init()` it powers the NPU up first,
+/// as the reference loads without an initialised device.
 #[no_mangle]
 pub extern "C" fn syn_model_load(handle: syn_model_handle_t) -> c_int {
     state::with(|s| {
@@ -271,6 +278,12 @@ pub extern "C" fn syn_model_load(handle: syn_model_handle_t) -> c_int {
             raw_model,
             ..
         } = s;
+        // The reference loads before the NPU is initialised: power it up.
+        if npu.state() == NpuState::Off {
+            if let Err(e) = npu.init() {
+                return neg(e.to_errno());
+            }
+        }
         match registry.load(h, npu) {
             Ok(()) => {
                 *raw_model = None;
@@ -361,7 +374,8 @@ mod tests {
         assert_eq!(tensor_meta(int8, &[1, 16, 16, 3], 768).unwrap(), m);
         assert_eq!(tensor_meta(int8, &[1, 16, 16, 3], 767), Err(Errno::Inval));
         assert_eq!(tensor_meta(int8, &[0; 4], 10).unwrap().byte_len(), 10);
-        assert_eq!(tensor_meta(int8, &[0; 4], 0), Err(Errno::Inval));
+        // Unknown size and shape: accepted, as a one-element placeholder.
+        assert_eq!(tensor_meta(int8, &[0; 4], 0).unwrap().byte_len(), 1);
         let float32 = RawDtype(4);
         assert_eq!(tensor_meta(float32, &[0; 4], 10), Err(Errno::Inval));
         assert_eq!(tensor_meta(RawDtype(9), &[0; 4], 10), Err(Errno::Inval));

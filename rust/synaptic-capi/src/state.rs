@@ -124,6 +124,7 @@ impl State {
             emplace(&raw mut (*at).npu, || {
                 let mut npu = StubNpu::new(PlatformClock, 0);
                 npu.set_latency_us(STUB_NPU_LATENCY_US);
+                npu.set_reference_rule(crate::STUB_REFERENCE_OUTPUT);
                 npu
             });
             emplace(&raw mut (*at).raw_model, || None);
