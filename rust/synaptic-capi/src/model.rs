@@ -77,9 +77,27 @@ fn describe(info: &syn_model_info_t) -> Result<ModelDesc<'_>, Errno> {
     })
 }
 
+/// The C handle of a registry handle: `(generation - 1) << 16 | (slot + 1)`,
+/// so a fresh boot numbers its models 1, 2, 3... as the reference does,
+/// and a slot reused after an unregister gets a new value (the old handle
+/// stays invalid).
+pub(crate) fn to_c(h: ModelHandle) -> syn_model_handle_t {
+    h.raw().wrapping_sub(1 << 16).wrapping_add(1)
+}
+
+/// The registry handle a C handle stands for (the inverse of [`to_c`]); the
+/// registry validates it on use.
+pub(crate) fn from_c(handle: syn_model_handle_t) -> ModelHandle {
+    if handle & 0xFFFF == 0 {
+        // Slot part 0 is never issued: a raw value the registry refuses.
+        return ModelHandle::from_raw(ModelHandle::INVALID_RAW);
+    }
+    ModelHandle::from_raw(handle.wrapping_sub(1).wrapping_add(1 << 16))
+}
+
 /// A handle that names a registered model, or `-EINVAL`.
 pub(crate) fn checked(s: &State, handle: syn_model_handle_t) -> Result<ModelHandle, Errno> {
-    let h = ModelHandle::from_raw(handle);
+    let h = from_c(handle);
     if handle == SYN_MODEL_INVALID || s.registry.info(h).is_err() {
         Err(Errno::Inval)
     } else {
@@ -117,7 +135,7 @@ pub unsafe extern "C" fn syn_model_register(
                 _ => Errno::Inval,
             })?;
             s.models[h.index()] = Some(info);
-            Ok(h.raw())
+            Ok(to_c(h))
         })
         .unwrap_or(Err(Errno::Busy))
     });
@@ -212,7 +230,7 @@ pub unsafe extern "C" fn syn_model_get_by_name(
     };
     let (value, rc) = match state::with(|s| s.registry.find(name)) {
         Err(_) => (SYN_MODEL_INVALID, BUSY),
-        Ok(Ok(h)) => (h.raw(), 0),
+        Ok(Ok(h)) => (to_c(h), 0),
         Ok(Err(_)) => (SYN_MODEL_INVALID, neg(Errno::NoEnt)),
     };
     // SAFETY: non-null and valid for writes (contract).
@@ -241,7 +259,7 @@ pub unsafe extern "C" fn syn_model_list(
         let mut all = [SYN_MODEL_INVALID; crate::MAX_MODELS];
         let mut n = 0;
         for ((h, _), out) in s.registry.iter().zip(all.iter_mut()) {
-            *out = h.raw();
+            *out = to_c(h);
             n += 1;
         }
         (all, n)
@@ -357,6 +375,21 @@ pub extern "C" fn syn_model_swap(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_handles_number_a_fresh_boot_from_one() {
+        let first = ModelHandle::from_raw(1 << 16);
+        assert_eq!(to_c(first), 1);
+        assert_eq!(to_c(ModelHandle::from_raw((1 << 16) | 3)), 4);
+        // A slot's second model: another value, and back again.
+        let reused = ModelHandle::from_raw((2 << 16) | 3);
+        assert_eq!(to_c(reused), 0x1_0004);
+        for h in [first, reused, ModelHandle::from_raw((0xFFFF << 16) | 7)] {
+            assert_eq!(from_c(to_c(h)), h);
+        }
+        assert_eq!(from_c(0).raw(), ModelHandle::INVALID_RAW);
+        assert_eq!(from_c(0x5_0000).raw(), ModelHandle::INVALID_RAW);
+    }
 
     #[test]
     fn version_strings_become_numbers() {

@@ -19,6 +19,17 @@ use synaptic_abi::Errno;
 
 use crate::types::*;
 
+/// The stub NPU's output for `input` on C model handle `model` (0: a raw
+/// image) under the rule this build selects (`crate::STUB_REFERENCE_OUTPUT`).
+fn expected_output(model: syn_model_handle_t, input: &[u8], output: &mut [u8]) {
+    if crate::STUB_REFERENCE_OUTPUT {
+        synaptic_runtime::npu::reference_output(input, output);
+    } else {
+        let id = crate::model::from_c(model).raw();
+        synaptic_runtime::npu::stub_output(0, id, input, output);
+    }
+}
+
 /// `-errno` as an int.
 fn err(e: Errno) -> c_int {
     e.negative()
