@@ -8,7 +8,7 @@
 //!
 //! | processor | input | output |
 //! |---|---|---|
-//! | `syn_preprocess_image_resize` | uint8/int8 `[1,H,W,C]`, `[H,W,C]` or `[H,W]` | same dtype and rank, `h x w` (bilinear, half-pixel centres) |
+//! | `syn_preprocess_image_resize` | uint8/int8 `[1,H,W,C]` or `[H,W,C]` (rank 2 refused, as the reference) | same dtype and rank, `h x w` (bilinear, corners aligned as the reference's) |
 //! | `syn_preprocess_image_normalize` | uint8/int8, last dimension = `channels` | float32, same shape |
 //! | `syn_preprocess_quantize_int8` | float32 | int8, same shape |
 //! | `syn_preprocess_audio_mfcc` | float32 (full scale ±1.0) or int16 PCM | float32 `[frames, num_coeffs]`, `frames = samples / frame_len` |
@@ -212,9 +212,9 @@ unsafe fn image_resize_impl(
         return Err(Errno::Inval);
     }
     let (dims, rank) = c_dims(&input_buf);
+    // Images only, as the reference: a rank-2 tensor is refused.
     let (h, w, c) = match &dims[..rank] {
         [1, h, w, c] | [h, w, c] => (*h, *w, *c),
-        [h, w] => (*h, *w, 1),
         _ => return Err(Errno::Inval),
     };
     if c == 0 || c > 4 {
@@ -238,14 +238,13 @@ unsafe fn image_resize_impl(
         from,
         &mut out[..to.len()],
         to,
-        ResizeMethod::Bilinear,
+        ResizeMethod::BilinearCorners,
     )
     .map_err(errno_of)?;
     let (oh, ow) = (u32::from(cfg.h), u32::from(cfg.w));
     let shape: &[u32] = match rank {
         4 => &[1, oh, ow, c],
-        3 => &[oh, ow, c],
-        _ => &[oh, ow],
+        _ => &[oh, ow, c],
     };
     // SAFETY: valid for writes (contract); `out` is no longer used.
     unsafe { finish(output, to.len(), input_buf.meta.dtype, shape) };

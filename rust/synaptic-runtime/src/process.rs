@@ -125,6 +125,10 @@ pub enum ResizeMethod {
     Nearest,
     /// Bilinear with half-pixel centres and edge clamping, rounded to nearest.
     Bilinear,
+    /// Bilinear with the corners aligned (`src = dst * (in - 1) / (out - 1)`,
+    /// so the four corner pixels are kept exactly), rounded to nearest: the
+    /// reference implementation's C resize.
+    BilinearCorners,
 }
 
 /// Resizes an 8-bit image, up or down, to `to` (channels must match).
@@ -168,9 +172,18 @@ pub fn resize(
                     let sy = ((2 * y + 1) * from.height / (2 * to.height)).min(from.height - 1);
                     out.copy_from_slice(&input[(sy * from.width + sx) * c..][..c]);
                 }
-                ResizeMethod::Bilinear => {
+                ResizeMethod::Bilinear | ResizeMethod::BilinearCorners => {
+                    let corners = method == ResizeMethod::BilinearCorners;
                     let map = |d: usize, n_in: usize, n_out: usize| {
-                        let s = (d as f32 + 0.5) * n_in as f32 / n_out as f32 - 0.5;
+                        let s = if corners {
+                            if n_out > 1 {
+                                d as f32 * (n_in - 1) as f32 / (n_out - 1) as f32
+                            } else {
+                                0.0
+                            }
+                        } else {
+                            (d as f32 + 0.5) * n_in as f32 / n_out as f32 - 0.5
+                        };
                         let s = s.clamp(0.0, (n_in - 1) as f32);
                         let i0 = s as usize;
                         let i1 = (i0 + 1).min(n_in - 1);
@@ -1194,6 +1207,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(dst, [10, 11, 12, 30, 31, 32]);
+    }
+
+    #[test]
+    fn resize_bilinear_corners_keeps_the_corners() {
+        let d = |w, h| ImageDims {
+            width: w,
+            height: h,
+            channels: 1,
+        };
+        let src = [10u8, 30, 50, 70];
+        let mut up = [0u8; 16];
+        resize(&src, d(2, 2), &mut up, d(4, 4), ResizeMethod::BilinearCorners).unwrap();
+        assert_eq!([up[0], up[3], up[12], up[15]], [10, 30, 50, 70]);
+        assert_eq!(up[5], 30); // (1/3, 1/3) of the way: exactly 30
+        let big: [u8; 16] = core::array::from_fn(|i| (i * 16) as u8);
+        let mut down = [0u8; 4];
+        resize(&big, d(4, 4), &mut down, d(2, 2), ResizeMethod::BilinearCorners).unwrap();
+        assert_eq!(down, [big[0], big[3], big[12], big[15]]);
+        let mut one = [0u8; 1];
+        resize(&src, d(2, 2), &mut one, d(1, 1), ResizeMethod::BilinearCorners).unwrap();
+        assert_eq!(one, [10]);
     }
 
     #[test]
