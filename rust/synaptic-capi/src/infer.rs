@@ -484,6 +484,7 @@ fn step(s: &mut State) -> (bool, Option<Notify>) {
         sched,
         jobs,
         raw_model,
+        arena,
         ..
     } = s;
     let mut env = Env {
@@ -493,7 +494,14 @@ fn step(s: &mut State) -> (bool, Option<Notify>) {
         clock: &PlatformClock,
         profiler: Some(profiler),
     };
+    // Built-in stages take their working memory from the scratch pool
+    // (crate::mem::with_scratch); the step does not touch the arena.
+    let arena_ptr = arena
+        .as_mut()
+        .map_or(core::ptr::null_mut(), |a| a as *mut _);
+    crate::mem::STEP_ARENA.store(arena_ptr, Ordering::Release);
     let outcome = sched.step(&mut env);
+    crate::mem::STEP_ARENA.store(core::ptr::null_mut(), Ordering::Release);
     if raw_model.is_some() && env.registry.loaded().is_some() {
         // A model stage replaced the HAL's raw model on the NPU.
         *raw_model = None;

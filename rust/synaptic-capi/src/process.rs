@@ -415,18 +415,28 @@ unsafe fn audio_mfcc_impl(
     if out.len() < needed {
         return Err(Errno::NoMem);
     }
-    let mut frame = [0i16; MFCC_MAX_FFT];
+    // Working memory (FFT buffer and power spectrum, up to 6 KB) comes from
+    // the scratch pool, so the stage needs well under 2 KB of stack.
+    let work_len = runtime::mfcc_work_len(&mfcc);
     let mut row = [0f32; MFCC_MAX_MEL];
-    for f in 0..frames {
-        for (i, s) in frame[..frame_len].iter_mut().enumerate() {
-            *s = sample(data, f * frame_len + i);
+    crate::mem::with_scratch(work_len * 4, |bytes| {
+        // SAFETY: f32 is valid for any bit pattern; the prefix check below
+        // refuses a misaligned pool (it is ALIGN-aligned, so never).
+        let (pre, work, _) = unsafe { bytes.align_to_mut::<f32>() };
+        if !pre.is_empty() || work.len() < work_len {
+            return Err(Errno::NoMem);
         }
-        runtime::mfcc(&frame[..frame_len], &mfcc, &mut row[..coeffs]).map_err(errno_of)?;
-        for (k, v) in row[..coeffs].iter().enumerate() {
-            let at = 4 * (f * coeffs + k);
-            out[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        for f in 0..frames {
+            let at = |i: usize| sample(data, f * frame_len + i);
+            runtime::mfcc_with(at, frame_len, &mfcc, &mut row[..coeffs], work)
+                .map_err(errno_of)?;
+            for (k, v) in row[..coeffs].iter().enumerate() {
+                let at = 4 * (f * coeffs + k);
+                out[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
         }
-    }
+        Ok(())
+    })??;
     // SAFETY: valid for writes (contract); `out` is no longer used.
     unsafe {
         finish(

@@ -393,15 +393,27 @@ pub fn mel_energies(
     config.check()?;
     same_len(config.frame_len, frame.len())?;
     same_len(config.mel_bands, mel.len())?;
-    mel_energies_with(|i| frame[i], config, mel)
+    let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1];
+    mel_energies_with(|i| frame[i], config, mel, &mut work)
 }
 
 fn mel_energies_with(
     sample: impl Fn(usize) -> i16,
     config: &MfccConfig,
     mel: &mut [f32],
+    work: &mut [f32],
 ) -> Result<(), ProcessError> {
-    let mut buf = [0f32; MFCC_MAX_FFT];
+    let fft_len = config.fft_len;
+    let half = fft_len / 2;
+    if work.len() < mfcc_work_len(config) {
+        return Err(ProcessError::OutputTooSmall {
+            needed: mfcc_work_len(config),
+            actual: work.len(),
+        });
+    }
+    let (buf, power) = work.split_at_mut(fft_len);
+    let power = &mut power[..=half];
+    buf.fill(0.0);
     let n = config.frame_len;
     for (i, b) in buf[..n].iter_mut().enumerate() {
         let s = sample(i);
@@ -412,10 +424,7 @@ fn mel_energies_with(
         };
         *b = f32::from(s) / 32768.0 * w;
     }
-    let fft_len = config.fft_len;
-    let bins = dsp::rfft_f32(&mut buf[..fft_len])?;
-    let half = fft_len / 2;
-    let mut power = [0f32; MFCC_MAX_FFT / 2 + 1];
+    let bins = dsp::rfft_f32(buf)?;
     power[0] = bins[0].re * bins[0].re;
     power[half] = bins[0].im * bins[0].im;
     for k in 1..half {
@@ -430,7 +439,7 @@ fn mel_energies_with(
         let centre = mel_to_hz(low + step * (m + 1) as f32);
         let right = mel_to_hz(low + step * (m + 2) as f32);
         let mut acc = 0.0;
-        for (k, &p) in power[..=half].iter().enumerate() {
+        for (k, &p) in power.iter().enumerate() {
             let f = k as f32 * bin_hz;
             let w = if f > left && f <= centre {
                 (f - left) / (centre - left)
@@ -467,14 +476,31 @@ pub fn mfcc(
     config: &MfccConfig,
     output: &mut [f32],
 ) -> Result<usize, ProcessError> {
-    mfcc_with(|i| samples[i], samples.len(), config, output)
+    let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1];
+    mfcc_with(|i| samples[i], samples.len(), config, output, &mut work)
 }
 
-fn mfcc_with(
+/// `f32`s of working memory [`mfcc_with`] needs for `config`: the FFT
+/// buffer and the power spectrum (`fft_len + fft_len / 2 + 1`).
+pub const fn mfcc_work_len(config: &MfccConfig) -> usize {
+    config.fft_len + config.fft_len / 2 + 1
+}
+
+/// [`mfcc`] over `len` samples read through `sample`, with the caller's
+/// working memory (at least [`mfcc_work_len`] `f32`s, e.g. from the arena's
+/// scratch pool) instead of about 6 KB of stack; the stack it needs beyond
+/// that is a few hundred bytes.
+///
+/// # Errors
+///
+/// As [`mfcc`]; [`ProcessError::OutputTooSmall`] also when `work` is too
+/// small.
+pub fn mfcc_with(
     sample: impl Fn(usize) -> i16,
     len: usize,
     config: &MfccConfig,
     output: &mut [f32],
+    work: &mut [f32],
 ) -> Result<usize, ProcessError> {
     config.check()?;
     let frames = config.frames(len);
@@ -495,7 +521,7 @@ fn mfcc_with(
         .enumerate()
     {
         let start = f * config.frame_step;
-        mel_energies_with(|i| sample(start + i), config, &mut mel[..bands])?;
+        mel_energies_with(|i| sample(start + i), config, &mut mel[..bands], work)?;
         for e in &mut mel[..bands] {
             *e = libm::logf(*e + 1e-6);
         }
@@ -955,6 +981,7 @@ pub mod stages {
         );
         let out = output_for(output, out_meta)?;
         let mut row = [0f32; MFCC_MAX_MEL];
+        let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1];
         let coeffs = cfg.coefficients;
         for f in 0..frames {
             let start = f * cfg.frame_step;
@@ -962,7 +989,7 @@ pub mod stages {
                 let j = (start + i) * 2;
                 i16::from_le_bytes([data[j], data[j + 1]])
             };
-            mfcc_with(sample, cfg.frame_len, &cfg, &mut row[..coeffs])?;
+            mfcc_with(sample, cfg.frame_len, &cfg, &mut row[..coeffs], &mut work)?;
             for (k, &v) in row[..coeffs].iter().enumerate() {
                 put_f32(out, f * coeffs + k, v);
             }
