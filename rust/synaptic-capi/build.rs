@@ -96,6 +96,16 @@ fn main() {
         out,
         "/// `CONFIG_SYNAPTIC_STUB_REFERENCE_OUTPUT` (on without Kconfig).\npub const STUB_REFERENCE_OUTPUT: bool = {reference_rule};"
     );
+    // Model handles: generation-checked unless Kconfig asks for the
+    // reference's slot + 1 numbering.
+    let reference_handles = dotconfig.as_deref().is_some_and(|text| {
+        text.lines()
+            .any(|line| line.trim() == "CONFIG_SYNAPTIC_REFERENCE_MODEL_HANDLES=y")
+    });
+    let _ = writeln!(
+        out,
+        "/// `CONFIG_SYNAPTIC_REFERENCE_MODEL_HANDLES` (off without Kconfig).\npub const REFERENCE_MODEL_HANDLES: bool = {reference_handles};"
+    );
     let path = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("capacity.rs");
     fs::write(path, out).expect("write capacity.rs");
 }

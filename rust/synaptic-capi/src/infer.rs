@@ -325,7 +325,7 @@ pub extern "C" fn syn_pipeline_add_model(
             Ok(id) => id,
             Err(e) => return neg(e),
         };
-        let handle = crate::model::from_c(model);
+        let handle = crate::model::from_c(s, model);
         if s.registry.info(handle).is_err() {
             return match s.pipelines.get(id) {
                 Ok(p) if p.is_built() => neg(Errno::Perm),
@@ -854,7 +854,7 @@ fn start_sync(
     input: TensorRef<'static>,
     priority: Priority,
 ) -> Result<(PipelineId, JobId), c_int> {
-    let handle = crate::model::from_c(model);
+    let handle = crate::model::from_c(s, model);
     if s.registry.info(handle).is_err() {
         return Err(neg(Errno::NoEnt));
     }

@@ -111,6 +111,10 @@ pub const WORK_SIZE: usize = capacity::WORK_SIZE;
 /// `sum(input) % output length`) instead of the hash rule. On Zephyr:
 /// `CONFIG_SYNAPTIC_STUB_REFERENCE_OUTPUT` (default y); elsewhere on.
 pub const STUB_REFERENCE_OUTPUT: bool = capacity::STUB_REFERENCE_OUTPUT;
+/// Whether model handles are the reference's `slot + 1` at every
+/// registration (no generation check; `CONFIG_SYNAPTIC_REFERENCE_MODEL_HANDLES`)
+/// instead of generation-checked handles that a fresh boot numbers 1..N.
+pub const REFERENCE_MODEL_HANDLES: bool = capacity::REFERENCE_MODEL_HANDLES;
 
 // The ranges the runtime accepts (the Kconfig options' ranges): model
 // counts travel in a u8 (`syn_model_list()`), job counts too
