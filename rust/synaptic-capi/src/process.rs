@@ -43,6 +43,9 @@ use crate::types::{
 
 /// Most boxes `syn_postprocess_nms` reads (the reference's limit).
 pub const MAX_NMS_BOXES: usize = 64;
+/// Kept boxes `syn_postprocess_nms` holds on the stack; more (a larger
+/// `max_boxes`) come from the scratch pool.
+const NMS_STACK_BOXES: usize = 16;
 /// Largest `k` of `syn_postprocess_top_k`.
 pub const MAX_TOP_K: usize = 16;
 
@@ -636,41 +639,60 @@ unsafe fn nms_impl(
     if n > MAX_NMS_BOXES {
         return Err(Errno::Inval);
     }
-    let mut boxes = [BBox::default(); MAX_NMS_BOXES];
-    for (i, b) in boxes[..n].iter_mut().enumerate() {
+    let box_at = |i: usize| {
         let f = |k| f32_at(input_buf.data, 6 * i + k);
-        *b = BBox {
+        BBox {
             x_min: f(0),
             y_min: f(1),
             x_max: f(2),
             y_max: f(3),
             score: f(4),
             class_id: f(5) as u16,
-        };
-    }
+        }
+    };
     let capacity = usize::from(cfg.max_boxes)
         .min(out.len() / RECORD)
         .min(MAX_NMS_BOXES);
-    let mut kept = [BBox::default(); MAX_NMS_BOXES];
     let config = NmsConfig {
         iou_threshold: cfg.iou_threshold,
         score_threshold: cfg.score_threshold,
         per_class: true,
     };
-    let m = runtime::nms(&boxes[..n], &config, &mut kept[..capacity]).map_err(errno_of)?;
-    for (b, chunk) in kept[..m].iter().zip(out.chunks_exact_mut(RECORD)) {
-        let fields = [
-            b.x_min,
-            b.y_min,
-            b.x_max,
-            b.y_max,
-            b.score,
-            f32::from(b.class_id),
-        ];
-        for (v, bytes) in fields.iter().zip(chunk.chunks_exact_mut(4)) {
-            bytes.copy_from_slice(&v.to_ne_bytes());
+    // The kept boxes: on the stack up to NMS_STACK_BOXES, beyond that in
+    // the scratch pool (the stage stays well under 1 KB of stack).
+    let run = |kept: &mut [BBox], out: &mut [u8]| -> Result<usize, Errno> {
+        let m = runtime::nms_with(n, box_at, &config, kept).map_err(errno_of)?;
+        for (b, chunk) in kept[..m].iter().zip(out.chunks_exact_mut(RECORD)) {
+            let fields = [
+                b.x_min,
+                b.y_min,
+                b.x_max,
+                b.y_max,
+                b.score,
+                f32::from(b.class_id),
+            ];
+            for (v, bytes) in fields.iter().zip(chunk.chunks_exact_mut(4)) {
+                bytes.copy_from_slice(&v.to_ne_bytes());
+            }
         }
-    }
+        Ok(m)
+    };
+    let m = if capacity <= NMS_STACK_BOXES {
+        let mut kept = [BBox::default(); NMS_STACK_BOXES];
+        run(&mut kept[..capacity], out)?
+    } else {
+        let bytes = capacity * core::mem::size_of::<BBox>() + core::mem::align_of::<BBox>();
+        crate::mem::with_scratch(bytes, |raw| {
+            // SAFETY: BBox is plain data (f32s and a u16) whose every
+            // field is valid for any bit pattern, and the padding bytes
+            // are never read; `align_to_mut` only hands out the aligned middle.
+            let (_, kept, _) = unsafe { raw.align_to_mut::<BBox>() };
+            if kept.len() < capacity {
+                return Err(Errno::NoMem);
+            }
+            run(&mut kept[..capacity], out)
+        })??
+    };
     // SAFETY: valid for writes (contract); `out` is no longer used.
     unsafe { finish(output, m * RECORD, DType::Float32, &[m as u32, 6]) };
     Ok(())

@@ -692,6 +692,21 @@ pub struct NmsConfig {
 ///
 /// [`ProcessError::InvalidConfig`] when the IoU threshold is outside `[0, 1]`.
 pub fn nms(boxes: &[BBox], config: &NmsConfig, out: &mut [BBox]) -> Result<usize, ProcessError> {
+    nms_with(boxes.len(), |i| boxes[i], config, out)
+}
+
+/// [`nms`] over `n` boxes read through `box_at` (for callers whose boxes
+/// are in another layout: no copy of them is needed).
+///
+/// # Errors
+///
+/// As [`nms`].
+pub fn nms_with(
+    n: usize,
+    box_at: impl Fn(usize) -> BBox,
+    config: &NmsConfig,
+    out: &mut [BBox],
+) -> Result<usize, ProcessError> {
     if !(0.0..=1.0).contains(&config.iou_threshold) {
         return Err(ProcessError::InvalidConfig);
     }
@@ -700,7 +715,8 @@ pub fn nms(boxes: &[BBox], config: &NmsConfig, out: &mut [BBox]) -> Result<usize
     let mut kept = 0;
     while kept < out.len() {
         let mut next: Option<(f32, usize)> = None;
-        for (i, b) in boxes.iter().enumerate() {
+        for i in 0..n {
+            let b = box_at(i);
             if b.score.is_nan() || b.score < config.score_threshold {
                 continue;
             }
@@ -712,7 +728,7 @@ pub fn nms(boxes: &[BBox], config: &NmsConfig, out: &mut [BBox]) -> Result<usize
         }
         let Some((_, i)) = next else { break };
         last = next;
-        let candidate = boxes[i];
+        let candidate = box_at(i);
         let suppressed = out[..kept].iter().any(|k| {
             (!config.per_class || k.class_id == candidate.class_id)
                 && iou(k, &candidate) > config.iou_threshold
