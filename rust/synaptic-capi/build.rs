@@ -45,16 +45,29 @@ const CAPACITIES: [(&str, &str, &str); 7] = [
         "CONFIG_SYNAPTIC_SCRATCH_SIZE",
         "DEFAULT_SCRATCH_SIZE",
     ),
-    ("WORK_SIZE", "CONFIG_SYNAPTIC_WORK_SIZE", "DEFAULT_WORK_SIZE"),
+    (
+        "WORK_SIZE",
+        "CONFIG_SYNAPTIC_WORK_SIZE",
+        "DEFAULT_WORK_SIZE",
+    ),
 ];
 
 /// (Kconfig option, the reference implementation's name for it). Kconfig
 /// defaults each alias to its option, so the two differ only when the
 /// alias was set: then the alias wins.
 const ALIASES: [(&str, &str); 3] = [
-    ("CONFIG_SYNAPTIC_ARENA_SIZE", "CONFIG_SYNAPTIC_TENSOR_ARENA_SIZE"),
-    ("CONFIG_SYNAPTIC_SCRATCH_SIZE", "CONFIG_SYNAPTIC_SCRATCH_POOL_SIZE"),
-    ("CONFIG_SYNAPTIC_MAX_JOBS", "CONFIG_SYNAPTIC_MAX_CONCURRENT_JOBS"),
+    (
+        "CONFIG_SYNAPTIC_ARENA_SIZE",
+        "CONFIG_SYNAPTIC_TENSOR_ARENA_SIZE",
+    ),
+    (
+        "CONFIG_SYNAPTIC_SCRATCH_SIZE",
+        "CONFIG_SYNAPTIC_SCRATCH_POOL_SIZE",
+    ),
+    (
+        "CONFIG_SYNAPTIC_MAX_JOBS",
+        "CONFIG_SYNAPTIC_MAX_CONCURRENT_JOBS",
+    ),
 ];
 
 fn main() {

@@ -431,8 +431,7 @@ unsafe fn audio_mfcc_impl(
         }
         for f in 0..frames {
             let at = |i: usize| sample(data, f * frame_len + i);
-            runtime::mfcc_with(at, frame_len, &mfcc, &mut row[..coeffs], work)
-                .map_err(errno_of)?;
+            runtime::mfcc_with(at, frame_len, &mfcc, &mut row[..coeffs], work).map_err(errno_of)?;
             for (k, v) in row[..coeffs].iter().enumerate() {
                 let at = 4 * (f * coeffs + k);
                 out[at..at + 4].copy_from_slice(&v.to_le_bytes());

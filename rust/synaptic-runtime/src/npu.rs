@@ -322,7 +322,9 @@ pub fn reference_output(input: &[u8], output: &mut [u8]) {
     if output.is_empty() {
         return;
     }
-    let sum = input.iter().fold(0u32, |acc, &b| acc.wrapping_add(u32::from(b)));
+    let sum = input
+        .iter()
+        .fold(0u32, |acc, &b| acc.wrapping_add(u32::from(b)));
     output[sum as usize % output.len()] = 127;
 }
 

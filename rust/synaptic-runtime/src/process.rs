@@ -1261,15 +1261,36 @@ mod tests {
         };
         let src = [10u8, 30, 50, 70];
         let mut up = [0u8; 16];
-        resize(&src, d(2, 2), &mut up, d(4, 4), ResizeMethod::BilinearCorners).unwrap();
+        resize(
+            &src,
+            d(2, 2),
+            &mut up,
+            d(4, 4),
+            ResizeMethod::BilinearCorners,
+        )
+        .unwrap();
         assert_eq!([up[0], up[3], up[12], up[15]], [10, 30, 50, 70]);
         assert_eq!(up[5], 30); // (1/3, 1/3) of the way: exactly 30
         let big: [u8; 16] = core::array::from_fn(|i| (i * 16) as u8);
         let mut down = [0u8; 4];
-        resize(&big, d(4, 4), &mut down, d(2, 2), ResizeMethod::BilinearCorners).unwrap();
+        resize(
+            &big,
+            d(4, 4),
+            &mut down,
+            d(2, 2),
+            ResizeMethod::BilinearCorners,
+        )
+        .unwrap();
         assert_eq!(down, [big[0], big[3], big[12], big[15]]);
         let mut one = [0u8; 1];
-        resize(&src, d(2, 2), &mut one, d(1, 1), ResizeMethod::BilinearCorners).unwrap();
+        resize(
+            &src,
+            d(2, 2),
+            &mut one,
+            d(1, 1),
+            ResizeMethod::BilinearCorners,
+        )
+        .unwrap();
         assert_eq!(one, [10]);
     }
 

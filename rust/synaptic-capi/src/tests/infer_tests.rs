@@ -251,7 +251,8 @@ fn wait_times_out_and_cancel_reclaims() {
     assert_eq!(syn_infer_wait(job, 100), err(Errno::Canceled));
     let mut out = syn_tensor_t::EMPTY;
     // SAFETY: a live local.
-    assert_eq!(unsafe { syn_infer_get_result(job, &mut out) }, err(Errno::Canceled));
+    let rc = unsafe { syn_infer_get_result(job, &mut out) };
+    assert_eq!(rc, err(Errno::Canceled));
     assert_eq!(syn_infer_wait(job, 100), err(Errno::NoEnt));
     let done = submit(p, &input, None);
     assert_eq!(syn_infer_wait(done, 100), 0);
@@ -275,6 +276,30 @@ unsafe extern "C" fn record(
     let mut stats = syn_mem_stats_t::default();
     // SAFETY: a live local.
     STATS_IN_CALLBACK.store(unsafe { syn_mem_get_stats(&mut stats) }, Ordering::SeqCst);
+}
+
+#[test]
+fn max_concurrent_limits_submissions() {
+    let _t = fresh();
+    let m = setup();
+    let p = model_pipeline(m);
+    let input = input_tensor();
+    assert_eq!(syn_infer_set_max_concurrent(0), err(Errno::Inval));
+    assert_eq!(syn_infer_set_max_concurrent(1), 0);
+    let a = submit(p, &input, None);
+    assert_ne!(a, SYN_JOB_INVALID);
+    // SAFETY: live descriptors.
+    let refused = unsafe { syn_infer_submit(p, &input, core::ptr::null()) };
+    assert_eq!(refused, SYN_JOB_INVALID, "one queued job is the limit");
+    assert_eq!(syn_infer_wait(a, 100), 0);
+    // A finished job does not count; a cancelled one neither.
+    let b = submit(p, &input, None);
+    assert_eq!(syn_infer_cancel(b), 0);
+    let c = submit(p, &input, None);
+    assert_eq!(syn_infer_wait(c, 100), 0);
+    assert!(get_result(a).is_ok());
+    assert!(get_result(c).is_ok());
+    assert_eq!(syn_infer_set_max_concurrent(crate::MAX_JOBS as u8), 0);
 }
 
 #[test]

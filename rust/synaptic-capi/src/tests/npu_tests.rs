@@ -1,6 +1,5 @@
 use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-
 use super::host::{fresh, now_us};
 use super::*;
 use crate::model::syn_model_load;
@@ -141,6 +140,13 @@ fn a_raw_image_runs_as_a_ten_class_classifier() {
     assert_eq!(rc, 0);
     super::expected_output(0, &input[..8], &mut expected);
     assert_eq!(&out[..10], &expected);
+    // *size == 0: the reference's convention, the whole output is written.
+    let mut whole = [0u8; 32];
+    let mut size = 0usize;
+    // SAFETY: `whole` holds more than the 10-byte output.
+    let rc = unsafe { syn_hal_npu_get_output(0, whole.as_mut_ptr().cast(), &mut size) };
+    assert_eq!((rc, size), (0, crate::RAW_MODEL_OUTPUT));
+    assert_eq!(&whole[..10], &expected);
 }
 
 #[test]
