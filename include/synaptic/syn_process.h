@@ -15,8 +15,9 @@
  *   quantize    float32 -> int8, q = round(x / scale) + zero_point
  *   mfcc        float32 (full scale +-1.0) or int16 PCM -> float32
  *               [frames, num_coeffs], frames = samples / frame_len;
- *               working memory (6 * frame_len + 4 bytes) from the scratch
- *               pool, -ENOMEM when it has not that much free
+ *               working memory, 4 * (1.5 * frame_len + 1 + num_mel +
+ *               num_coeffs) bytes, from the scratch pool (-ENOMEM when
+ *               it has not that much free): under 2 KB of stack
  *   softmax     int8 (optionally dequantised) or float32 -> float32
  *   argmax      int8 or float32 -> one syn_classification_t
  *   top_k       int8 or float32 -> k syn_classification_t, best first

@@ -418,10 +418,10 @@ unsafe fn audio_mfcc_impl(
     if out.len() < needed {
         return Err(Errno::NoMem);
     }
-    // Working memory (FFT buffer and power spectrum, up to 6 KB) comes from
-    // the scratch pool, so the stage needs well under 2 KB of stack.
-    let work_len = runtime::mfcc_work_len(&mfcc);
-    let mut row = [0f32; MFCC_MAX_MEL];
+    // Working memory (FFT buffer, power spectrum, mel energies and one
+    // output row, up to 6.6 KB) comes from the scratch pool, so the stage
+    // needs well under 2 KB of stack.
+    let work_len = runtime::mfcc_work_len(&mfcc) + coeffs;
     crate::mem::with_scratch(work_len * 4, |bytes| {
         // SAFETY: f32 is valid for any bit pattern; the prefix check below
         // refuses a misaligned pool (it is ALIGN-aligned, so never).
@@ -429,10 +429,11 @@ unsafe fn audio_mfcc_impl(
         if !pre.is_empty() || work.len() < work_len {
             return Err(Errno::NoMem);
         }
+        let (row, work) = work.split_at_mut(coeffs);
         for f in 0..frames {
             let at = |i: usize| sample(data, f * frame_len + i);
-            runtime::mfcc_with(at, frame_len, &mfcc, &mut row[..coeffs], work).map_err(errno_of)?;
-            for (k, v) in row[..coeffs].iter().enumerate() {
+            runtime::mfcc_with(at, frame_len, &mfcc, row, work).map_err(errno_of)?;
+            for (k, v) in row.iter().enumerate() {
                 let at = 4 * (f * coeffs + k);
                 out[at..at + 4].copy_from_slice(&v.to_le_bytes());
             }

@@ -405,9 +405,10 @@ fn mel_energies_with(
 ) -> Result<(), ProcessError> {
     let fft_len = config.fft_len;
     let half = fft_len / 2;
-    if work.len() < mfcc_work_len(config) {
+    let needed = fft_len + half + 1;
+    if work.len() < needed {
         return Err(ProcessError::OutputTooSmall {
-            needed: mfcc_work_len(config),
+            needed,
             actual: work.len(),
         });
     }
@@ -476,14 +477,15 @@ pub fn mfcc(
     config: &MfccConfig,
     output: &mut [f32],
 ) -> Result<usize, ProcessError> {
-    let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1];
+    let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1 + MFCC_MAX_MEL];
     mfcc_with(|i| samples[i], samples.len(), config, output, &mut work)
 }
 
 /// `f32`s of working memory [`mfcc_with`] needs for `config`: the FFT
-/// buffer and the power spectrum (`fft_len + fft_len / 2 + 1`).
+/// buffer, the power spectrum and the mel energies
+/// (`fft_len + fft_len / 2 + 1 + mel_bands`).
 pub const fn mfcc_work_len(config: &MfccConfig) -> usize {
-    config.fft_len + config.fft_len / 2 + 1
+    config.fft_len + config.fft_len / 2 + 1 + config.mel_bands
 }
 
 /// [`mfcc`] over `len` samples read through `sample`, with the caller's
@@ -515,19 +517,25 @@ pub fn mfcc_with(
         });
     }
     let bands = config.mel_bands;
-    let mut mel = [0f32; MFCC_MAX_MEL];
+    if work.len() < mfcc_work_len(config) {
+        return Err(ProcessError::OutputTooSmall {
+            needed: mfcc_work_len(config),
+            actual: work.len(),
+        });
+    }
+    let (mel, work) = work.split_at_mut(bands);
     for (f, out) in output[..needed]
         .chunks_exact_mut(config.coefficients)
         .enumerate()
     {
         let start = f * config.frame_step;
-        mel_energies_with(|i| sample(start + i), config, &mut mel[..bands], work)?;
-        for e in &mut mel[..bands] {
+        mel_energies_with(|i| sample(start + i), config, mel, work)?;
+        for e in mel.iter_mut() {
             *e = libm::logf(*e + 1e-6);
         }
         for (k, c) in out.iter_mut().enumerate() {
             let mut acc = 0.0;
-            for (m, &e) in mel[..bands].iter().enumerate() {
+            for (m, &e) in mel.iter().enumerate() {
                 acc += e * libm::cosf(
                     core::f32::consts::PI * k as f32 * (m as f32 + 0.5) / bands as f32,
                 );
@@ -997,7 +1005,7 @@ pub mod stages {
         );
         let out = output_for(output, out_meta)?;
         let mut row = [0f32; MFCC_MAX_MEL];
-        let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1];
+        let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1 + MFCC_MAX_MEL];
         let coeffs = cfg.coefficients;
         for f in 0..frames {
             let start = f * cfg.frame_step;

@@ -311,10 +311,12 @@ ZTEST(capi_compat, test_stub_reference_output_rule)
 	syn_pipeline_destroy(pipe);
 }
 
-/* 9. MFCC takes its working memory from the scratch pool: it runs on a
- * 2 KB thread stack.
+/* 9. MFCC takes its working memory from the scratch pool: it needs at most
+ * 2 KB of its caller's stack (measured on a larger thread stack, so that
+ * an overrun is reported as a number instead of a fault).
  */
-#define MFCC_STACK 2048
+#define MFCC_STACK 4096
+#define MFCC_STACK_BUDGET 2048
 K_THREAD_STACK_DEFINE(mfcc_stack, MFCC_STACK);
 static struct k_thread mfcc_thread;
 static int mfcc_rc;
@@ -355,9 +357,12 @@ ZTEST(capi_compat, test_mfcc_on_a_small_stack)
 	zassert_equal(mfcc_rc, 0, "mfcc: %d", mfcc_rc);
 	zassert_true(features[0] > features[10], "the loud frame has more energy");
 	zassert_equal(k_thread_stack_space_get(&mfcc_thread, &unused), 0);
-	printk("mfcc: %u of %u stack bytes used\n", (unsigned int)(MFCC_STACK - unused),
-	       MFCC_STACK);
-	zassert_true(unused > 0, "stack exhausted");
+	size_t used = MFCC_STACK - unused;
+
+	printk("mfcc: %u stack bytes used (budget %u)\n", (unsigned int)used,
+	       MFCC_STACK_BUDGET);
+	zassert_true(used <= MFCC_STACK_BUDGET, "mfcc used %u bytes of stack",
+		     (unsigned int)used);
 	/* The scratch buffer went back to the pool. */
 	zassert_equal(syn_mem_get_stats(&after), 0);
 	zassert_equal(after.scratch_used, before.scratch_used);

@@ -271,7 +271,8 @@ fn mfcc_frames_float_and_pcm_audio() {
         ),
         err(Errno::NoMem)
     );
-    // Frames whose working memory (6 x frame_len + 4 bytes) the pool cannot
+    // Frames whose working memory (4 x (1.5 x frame_len + 1 + num_mel +
+    // num_coeffs) bytes) the pool cannot
     // give fail with -ENOMEM instead of taking it from the stack.
     let big = syn_mfcc_config_t {
         frame_len: 1024,
@@ -281,7 +282,7 @@ fn mfcc_frames_float_and_pcm_audio() {
     let input = tensor(&mut long, DType::Int16, &[1024]);
     let mut dst = [0u8; 40];
     let mut out = tensor(&mut dst, DType::UInt8, &[40]);
-    let expected = if (1024 + 513) * 4 > crate::SCRATCH_SIZE {
+    let expected = if (1024 + 513 + 20 + 10) * 4 > crate::SCRATCH_SIZE {
         err(Errno::NoMem)
     } else {
         0
