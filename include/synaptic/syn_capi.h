@@ -27,9 +27,10 @@
 // `CONFIG_SYNAPTIC_SCRATCH_SIZE` wins.
 #define SYN_CAPI_SCRATCH_SIZE (2 * 1024)
 
-// Bytes of intermediate-tensor memory shared by the job slots (each slot
-// gets two buffers of `WORK_SIZE / (2 * MAX_JOBS)` bytes).
-#define SYN_CAPI_WORK_SIZE (8 * 1024)
+// Default: Bytes of intermediate-tensor memory shared by the job slots
+// (each slot gets two buffers of `WORK_SIZE / (2 * MAX_JOBS)` bytes). On
+// Zephyr the build's `CONFIG_SYNAPTIC_WORK_SIZE` wins.
+#define DEFAULT_WORK_SIZE (8 * 1024)
 
 // Default: Registered models at once. On Zephyr the build's
 // `CONFIG_SYNAPTIC_MAX_MODELS` wins.
@@ -46,6 +47,12 @@
 // Default: Jobs at once: queued, running, or finished and not yet collected.
 // On Zephyr the build's `CONFIG_SYNAPTIC_MAX_JOBS` wins.
 #define SYN_CAPI_MAX_JOBS 4
+
+
+
+
+
+
 
 // Persistent tensors from `syn_mem_tensor_alloc()` alive at once.
 #define SYN_CAPI_MAX_PERSISTENT_TENSORS 16
@@ -580,10 +587,16 @@ syn_job_id_t syn_infer_submit(syn_pipeline_t *pipe,
 // deadline passed), `-ENOENT` for an unknown job, `-EAGAIN` on timeout.
 int syn_infer_wait(syn_job_id_t job, uint32_t timeout_ms);
 
-// Cancels a job that has not finished; it is reclaimed at once.
+// Cancels a job that has not finished. It stops at once and no longer
+// counts against `syn_infer_set_max_concurrent()`, but, as in the
+// reference, it is kept: `syn_infer_wait()` and `syn_infer_get_result()`
+// report `-ECANCELED` for it, and `syn_infer_get_result()` collects it.
+// (Its job slot is free for new submissions; once a new job takes that
+// slot, the cancelled id is unknown, `-ENOENT`.) Its callback is not
+// called.
 //
 // Returns 0, `-ENOENT` for an unknown job, `-EALREADY` when it finished
-// (collect it with `syn_infer_get_result()`).
+// (collect it with `syn_infer_get_result()`) or was cancelled already.
 int syn_infer_cancel(syn_job_id_t job);
 
 // Collects a finished job: its output is copied into the arena's ephemeral
@@ -620,7 +633,11 @@ int syn_infer_run_sync(syn_model_handle_t model,
                        syn_tensor_t *output,
                        syn_priority_t priority);
 
-// Limits how many jobs may be started and unfinished at once.
+// Limits how many jobs may be queued or running at once, as the
+// reference does: `syn_infer_submit()` returns `SYN_JOB_INVALID` (and
+// `syn_infer_run_sync()` `-EBUSY`) while `max_jobs` jobs are queued or
+// running. Finished jobs not yet collected do not count. The scheduler
+// also starts at most `max_jobs` at once.
 //
 // Returns 0, or `-EINVAL` unless `1 <= max_jobs <= SYN_CAPI_MAX_JOBS`.
 int syn_infer_set_max_concurrent(uint8_t max_jobs);
@@ -752,8 +769,9 @@ int syn_model_list(syn_model_handle_t *handles, uint8_t *count, uint8_t max);
 // Makes a registered model resident on the NPU (replacing the resident one).
 //
 // Returns 0, `-EINVAL` for an unregistered handle, `-EALREADY` when it is
-// resident, or the NPU's errno (`-ENODEV` before the NPU is initialised,
-// `-E2BIG` / `-ENOTSUP` for tensors the NPU cannot take).
+// resident, or the NPU's errno (`-E2BIG` / `-ENOTSUP` for tensors the NPU
+// cannot take). Before `syn_hal_npu_init()` it powers the NPU up first,
+// as the reference loads without an initialised device.
 int syn_model_load(syn_model_handle_t handle);
 
 // Removes a model from the NPU.
@@ -825,8 +843,8 @@ int syn_hal_npu_invoke(void);
 // Runs the resident model and reports completion through `cb` (before
 // returning; see syn_hal_npu.h).
 //
-// Returns 0 when the inference ran (`cb` then got its status), `-EINVAL`
-// for a NULL callback, or the errors of `syn_hal_npu_invoke()` that occur
+// Returns 0 when the inference ran (`cb` then got its status), `-ENOTSUP`
+// for a NULL callback (as the reference's stub), or the errors of `syn_hal_npu_invoke()` that occur
 // before the inference starts (then `cb` is not called).
 //
 // # Safety
@@ -834,19 +852,26 @@ int syn_hal_npu_invoke(void);
 // `cb` is NULL or a function that accepts `user_data`.
 int syn_hal_npu_invoke_async(syn_npu_done_cb_t cb, void *user_data);
 
-// Copies output `index` (only 0 exists) of the last successful invoke.
-// `*size` is the capacity of `data` on entry and the output's length on
-// return.
+// Copies output `index` (only 0 exists) of the last successful invoke and
+// writes its length to `*size`.
+//
+// `*size` on entry: 0 is the reference's convention, where `*size` is
+// only an output and `data` must hold the whole output (the resident
+// model's output size, at most `SYN_CAPI_STUB_NPU_OUTPUT` bytes; 10 for a
+// raw image). That convention cannot be checked: a buffer smaller than
+// the output is overrun. Any other value is the capacity of `data` and is
+// checked (`-ENOBUFS` when too small), which is the safe way to call it.
 //
 // Returns 0, `-EINVAL` for NULL or an index other than 0, `-EPERM` before
 // init or without a model, `-EBUSY` while busy, `-ENOENT` when no invoke
-// succeeded since the input or model changed, `-ENOBUFS` when `*size` is
-// too small.
+// succeeded since the input or model changed, `-ENOBUFS` when a non-zero
+// `*size` is too small.
 //
 // # Safety
 //
 // `size` is NULL or valid for reads and writes; `data` is NULL or valid
-// for writes of `*size` bytes.
+// for writes of `*size` bytes, or, when `*size` is 0, of the output's
+// length.
 int syn_hal_npu_get_output(uint8_t index, void *data, size_t *size);
 
 // Gates the NPU's clocks; the model stays resident.

@@ -17,6 +17,11 @@
  * the real-time jobs queued before it. Between the stages of a preemptible
  * job a more urgent job may run. A job whose deadline has passed fails with
  * -ETIMEDOUT; a job whose pipeline is destroyed fails with -ECANCELED.
+ * A job cancelled with syn_infer_cancel() is kept, as in the reference:
+ * syn_infer_wait() and syn_infer_get_result() report -ECANCELED, and
+ * get_result collects it. syn_infer_set_max_concurrent(n) limits
+ * submissions, as in the reference: syn_infer_submit() fails while n jobs
+ * are queued or running.
  *
  * Callbacks: a completion callback runs on the waiting thread with the
  * runtime unlocked, so it may call the API; its output descriptor is valid

@@ -8,11 +8,16 @@
  * syn_nms_config_t, and the records they produce or read,
  * syn_classification_t and syn_bbox_t.
  *
- *   resize      uint8/int8 [1,H,W,C], [H,W,C] or [H,W] -> same dtype and rank
+ *   resize      uint8/int8 [1,H,W,C] or [H,W,C] -> same dtype and rank,
+ *               bilinear with corners aligned (the reference's); rank 2
+ *               is refused
  *   normalize   uint8/int8, last dimension == channels -> float32
  *   quantize    float32 -> int8, q = round(x / scale) + zero_point
  *   mfcc        float32 (full scale +-1.0) or int16 PCM -> float32
- *               [frames, num_coeffs], frames = samples / frame_len
+ *               [frames, num_coeffs], frames = samples / frame_len;
+ *               working memory, 4 * (1.5 * frame_len + 1 + num_mel +
+ *               num_coeffs) bytes, from the scratch pool (-ENOMEM when
+ *               it has not that much free): under 2 KB of stack
  *   softmax     int8 (optionally dequantised) or float32 -> float32
  *   argmax      int8 or float32 -> one syn_classification_t
  *   top_k       int8 or float32 -> k syn_classification_t, best first

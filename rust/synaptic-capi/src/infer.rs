@@ -31,7 +31,6 @@ use synaptic_runtime::arena::{DType, TensorMeta, TensorRef};
 use synaptic_runtime::pipeline::{PipelineError, PipelineId, PipelinePool, Stage, MAX_NAME_LEN};
 use synaptic_runtime::process::stages::StageConfig;
 use synaptic_runtime::process::ProcessError;
-use synaptic_runtime::registry::ModelHandle;
 use synaptic_runtime::sched::{Env, JobError, JobId, JobRequest, JobStatus, StepOutcome};
 use synaptic_runtime::time::Clock;
 
@@ -326,7 +325,7 @@ pub extern "C" fn syn_pipeline_add_model(
             Ok(id) => id,
             Err(e) => return neg(e),
         };
-        let handle = ModelHandle::from_raw(model);
+        let handle = crate::model::from_c(s, model);
         if s.registry.info(handle).is_err() {
             return match s.pipelines.get(id) {
                 Ok(p) if p.is_built() => neg(Errno::Perm),
@@ -413,6 +412,28 @@ fn extra_of(jobs: &mut [JobExtra; MAX_JOBS], job: JobId) -> Option<&mut JobExtra
     jobs.get_mut(slot_of(job)).filter(|e| e.id == Some(job))
 }
 
+/// Whether `job` was cancelled with `syn_infer_cancel()` and not collected.
+fn cancelled(s: &mut State, job: JobId) -> bool {
+    extra_of(&mut s.jobs, job).is_some_and(|x| x.cancelled)
+}
+
+/// Whether one more job may be submitted: fewer than
+/// `syn_infer_set_max_concurrent()` jobs are queued or running.
+fn may_submit(s: &State) -> bool {
+    let active = s
+        .jobs
+        .iter()
+        .filter_map(|x| x.id)
+        .filter(|&job| {
+            matches!(
+                s.sched.status(job),
+                Ok(JobStatus::Queued | JobStatus::Running { .. })
+            )
+        })
+        .count();
+    active < s.submit_limit
+}
+
 /// The errno a failed job reports.
 fn job_errno(s: &mut State, job: JobId, e: JobError) -> c_int {
     if let Some(errno) = extra_of(&mut s.jobs, job).and_then(|x| x.errno) {
@@ -463,6 +484,7 @@ fn step(s: &mut State) -> (bool, Option<Notify>) {
         sched,
         jobs,
         raw_model,
+        arena,
         ..
     } = s;
     let mut env = Env {
@@ -472,7 +494,14 @@ fn step(s: &mut State) -> (bool, Option<Notify>) {
         clock: &PlatformClock,
         profiler: Some(profiler),
     };
+    // Built-in stages take their working memory from the scratch pool
+    // (crate::mem::with_scratch); the step does not touch the arena.
+    let arena_ptr = arena
+        .as_mut()
+        .map_or(core::ptr::null_mut(), |a| a as *mut _);
+    crate::mem::STEP_ARENA.store(arena_ptr, Ordering::Release);
     let outcome = sched.step(&mut env);
+    crate::mem::STEP_ARENA.store(core::ptr::null_mut(), Ordering::Release);
     if raw_model.is_some() && env.registry.loaded().is_some() {
         // A model stage replaced the HAL's raw model on the NPU.
         *raw_model = None;
@@ -529,6 +558,7 @@ fn drive(job: JobId, timeout_us: u64) -> c_int {
             let now = PlatformClock.now_us();
             let deadline = *deadline_us.get_or_insert(now.saturating_add(timeout_us));
             match s.sched.status(job) {
+                Err(_) if cancelled(s, job) => return Err(neg(Errno::Canceled)),
                 Err(_) => return Err(neg(Errno::NoEnt)),
                 Ok(JobStatus::Done(_)) => return Err(0),
                 Ok(JobStatus::Failed(e)) => return Err(job_errno(s, job, e)),
@@ -595,6 +625,9 @@ pub unsafe extern "C" fn syn_infer_submit(
     };
     state::with(|s| {
         let pipeline = pipeline_of(s, pipe).ok()?;
+        if !may_submit(s) {
+            return None;
+        }
         let now = PlatformClock.now_us();
         let request = JobRequest {
             pipeline,
@@ -613,6 +646,7 @@ pub unsafe extern "C" fn syn_infer_submit(
             user_data: params.user_data,
             notified: false,
             errno: None,
+            cancelled: false,
         };
         Some(job.raw())
     })
@@ -656,19 +690,30 @@ pub extern "C" fn syn_infer_wait(job: syn_job_id_t, timeout_ms: u32) -> c_int {
     drive(JobId::from_raw(job), u64::from(timeout_ms) * 1000)
 }
 
-/// Cancels a job that has not finished; it is reclaimed at once.
+/// Cancels a job that has not finished. It stops at once and no longer
+/// counts against `syn_infer_set_max_concurrent()`, but, as in the
+/// reference, it is kept: `syn_infer_wait()` and `syn_infer_get_result()`
+/// report `-ECANCELED` for it, and `syn_infer_get_result()` collects it.
+/// (Its job slot is free for new submissions; once a new job takes that
+/// slot, the cancelled id is unknown, `-ENOENT`.) Its callback is not
+/// called.
 ///
 /// Returns 0, `-ENOENT` for an unknown job, `-EALREADY` when it finished
-/// (collect it with `syn_infer_get_result()`).
+/// (collect it with `syn_infer_get_result()`) or was cancelled already.
 #[no_mangle]
 pub extern "C" fn syn_infer_cancel(job: syn_job_id_t) -> c_int {
     let id = JobId::from_raw(job);
     state::with(|s| match s.sched.status(id) {
+        Err(_) if cancelled(s, id) => neg(Errno::Already),
         Err(_) => neg(Errno::NoEnt),
         Ok(JobStatus::Done(_) | JobStatus::Failed(_)) => neg(Errno::Already),
         Ok(_) => {
             if let Some(extra) = extra_of(&mut s.jobs, id) {
-                *extra = JobExtra::EMPTY;
+                *extra = JobExtra {
+                    id: Some(id),
+                    cancelled: true,
+                    ..JobExtra::EMPTY
+                };
             }
             match s.sched.cancel(id) {
                 Ok(()) => 0,
@@ -700,6 +745,12 @@ pub unsafe extern "C" fn syn_infer_get_result(
     }
     let id = JobId::from_raw(job);
     let collected = state::with(|s| match s.sched.status(id) {
+        Err(_) if cancelled(s, id) => {
+            if let Some(extra) = extra_of(&mut s.jobs, id) {
+                *extra = JobExtra::EMPTY;
+            }
+            Err(neg(Errno::Canceled))
+        }
         Err(_) => Err(neg(Errno::NoEnt)),
         Ok(JobStatus::Queued | JobStatus::Running { .. }) => Err(neg(Errno::Busy)),
         Ok(JobStatus::Failed(e)) => {
@@ -803,9 +854,12 @@ fn start_sync(
     input: TensorRef<'static>,
     priority: Priority,
 ) -> Result<(PipelineId, JobId), c_int> {
-    let handle = ModelHandle::from_raw(model);
+    let handle = crate::model::from_c(s, model);
     if s.registry.info(handle).is_err() {
         return Err(neg(Errno::NoEnt));
+    }
+    if !may_submit(s) {
+        return Err(neg(Errno::Busy));
     }
     let pipeline = create_named(&mut s.pipelines, "run_sync").map_err(|_| neg(Errno::NoMem))?;
     s.live_pipelines[(pipeline.raw() & 0xFFFF) as usize] = Some(pipeline);
@@ -862,14 +916,21 @@ fn finish_sync(s: &mut State, job: JobId, caller: &syn_tensor_t) -> Result<syn_t
     ephemeral_copy(arena, meta, bytes).map_err(neg)
 }
 
-/// Limits how many jobs may be started and unfinished at once.
+/// Limits how many jobs may be queued or running at once, as the
+/// reference does: `syn_infer_submit()` returns `SYN_JOB_INVALID` (and
+/// `syn_infer_run_sync()` `-EBUSY`) while `max_jobs` jobs are queued or
+/// running. Finished jobs not yet collected do not count. The scheduler
+/// also starts at most `max_jobs` at once.
 ///
 /// Returns 0, or `-EINVAL` unless `1 <= max_jobs <= SYN_CAPI_MAX_JOBS`.
 #[no_mangle]
 pub extern "C" fn syn_infer_set_max_concurrent(max_jobs: u8) -> c_int {
     state::with(
         |s| match s.sched.set_max_concurrent(usize::from(max_jobs)) {
-            Ok(()) => 0,
+            Ok(()) => {
+                s.submit_limit = usize::from(max_jobs);
+                0
+            }
             Err(_) => neg(Errno::Inval),
         },
     )

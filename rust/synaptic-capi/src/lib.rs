@@ -69,9 +69,10 @@ pub const DEFAULT_ARENA_SIZE: usize = 10 * 1024;
 /// Default: Bytes of the arena's scratch pool. On Zephyr the build's
 /// `CONFIG_SYNAPTIC_SCRATCH_SIZE` wins.
 pub const DEFAULT_SCRATCH_SIZE: usize = 2 * 1024;
-/// Bytes of intermediate-tensor memory shared by the job slots (each slot
-/// gets two buffers of `WORK_SIZE / (2 * MAX_JOBS)` bytes).
-pub const WORK_SIZE: usize = 8 * 1024;
+/// Default: Bytes of intermediate-tensor memory shared by the job slots
+/// (each slot gets two buffers of `WORK_SIZE / (2 * MAX_JOBS)` bytes). On
+/// Zephyr the build's `CONFIG_SYNAPTIC_WORK_SIZE` wins.
+pub const DEFAULT_WORK_SIZE: usize = 8 * 1024;
 /// Default: Registered models at once. On Zephyr the build's
 /// `CONFIG_SYNAPTIC_MAX_MODELS` wins.
 pub const DEFAULT_MAX_MODELS: usize = 8;
@@ -102,6 +103,18 @@ pub const MAX_PIPELINES: usize = capacity::MAX_PIPELINES;
 pub const MAX_STAGES: usize = capacity::MAX_STAGES;
 /// Jobs at once: queued, running, or finished and not yet collected.
 pub const MAX_JOBS: usize = capacity::MAX_JOBS;
+/// Bytes of intermediate-tensor memory shared by the job slots (each slot
+/// gets two buffers of `WORK_SIZE / (2 * MAX_JOBS)` bytes).
+pub const WORK_SIZE: usize = capacity::WORK_SIZE;
+/// Whether the stub NPU follows the reference implementation's output rule
+/// (`synaptic_runtime::npu::reference_output`: one-hot 127 at
+/// `sum(input) % output length`) instead of the hash rule. On Zephyr:
+/// `CONFIG_SYNAPTIC_STUB_REFERENCE_OUTPUT` (default y); elsewhere on.
+pub const STUB_REFERENCE_OUTPUT: bool = capacity::STUB_REFERENCE_OUTPUT;
+/// Whether model handles are the reference's `slot + 1` at every
+/// registration (no generation check; `CONFIG_SYNAPTIC_REFERENCE_MODEL_HANDLES`)
+/// instead of generation-checked handles that a fresh boot numbers 1..N.
+pub const REFERENCE_MODEL_HANDLES: bool = capacity::REFERENCE_MODEL_HANDLES;
 
 // The ranges the runtime accepts (the Kconfig options' ranges): model
 // counts travel in a u8 (`syn_model_list()`), job counts too
@@ -115,6 +128,7 @@ const _: () = assert!(
 const _: () = assert!(MAX_STAGES >= 1 && MAX_STAGES <= 32, "MAX_STAGES: 1..=32");
 const _: () = assert!(MAX_JOBS >= 1 && MAX_JOBS <= 16, "MAX_JOBS: 1..=16");
 const _: () = assert!(WORK_SIZE / (2 * MAX_JOBS) >= STUB_NPU_OUTPUT, "job buffers");
+const _: () = assert!(WORK_SIZE <= 64 * 1024, "WORK_SIZE: ..=64 KiB");
 const _: () = assert!(
     ARENA_SIZE >= 1024 && ARENA_SIZE <= 1024 * 1024,
     "ARENA_SIZE: 1 KiB..=1 MiB"

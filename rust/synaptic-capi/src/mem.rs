@@ -18,6 +18,8 @@
 use core::ffi::{c_int, c_void};
 use core::mem::{align_of, size_of};
 
+use core::sync::atomic::{AtomicPtr, Ordering};
+
 use synaptic_abi::Errno;
 use synaptic_runtime::arena::{
     Arena, DType, Lifetime, MemStats, Shape, TensorMeta, ALIGN, MAX_DIMS,
@@ -29,6 +31,57 @@ use crate::types::{
     syn_mem_lifetime_t, syn_mem_stats_t, syn_npu_dtype_t, syn_tensor_t, RawDtype, RawLifetime,
 };
 use crate::{neg, BUSY, SCRATCH_SIZE};
+
+/// The arena while a scheduler step runs ([`crate::infer`]'s `step`
+/// publishes it, with the runtime lock held, and clears it afterwards). The
+/// step borrows every part of the State but the arena, so a built-in stage
+/// it runs (which cannot take the lock again) reaches the scratch pool
+/// through this.
+pub(crate) static STEP_ARENA: AtomicPtr<Arena<'static>> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Runs `f` over `len` bytes of the scratch pool, released afterwards; for
+/// the built-in processors' working memory (none of it on the stack).
+///
+/// Called directly from C, it takes the buffer as
+/// `syn_mem_scratch_acquire()` does and runs `f` with the lock released;
+/// called from a pipeline step (the lock is held by this thread), it uses
+/// the step's arena ([`STEP_ARENA`]).
+///
+/// # Errors
+///
+/// `-ENOMEM` when the pool cannot give `len` bytes, `-EBUSY` when the lock
+/// is held and no step runs.
+pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Errno> {
+    let ptr = syn_mem_scratch_acquire(len);
+    if !ptr.is_null() {
+        // SAFETY: the pool lent these `len` bytes to this call alone (they
+        // stay valid and untouched by the runtime until released below).
+        let bytes = unsafe { core::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) };
+        let r = f(bytes);
+        syn_mem_scratch_release(ptr);
+        return Ok(r);
+    }
+    if state::with(|_| ()).is_ok() {
+        return Err(Errno::NoMem);
+    }
+    // The lock is held by this thread (the platform lock refuses re-entry,
+    // other threads wait), so this runs inside a step.
+    let arena = STEP_ARENA.load(Ordering::Acquire);
+    if arena.is_null() {
+        return Err(Errno::Busy);
+    }
+    // SAFETY: non-null only while `step` runs on this thread with the lock
+    // held, and nothing else uses the arena during the step (the step
+    // borrows the other State fields only).
+    let arena = unsafe { &mut *arena };
+    let token = arena.acquire_scratch(len).map_err(|_| Errno::NoMem)?;
+    let r = match arena.scratch_mut(&token) {
+        Ok(bytes) => Ok(f(&mut bytes[..len])),
+        Err(_) => Err(Errno::NoMem),
+    };
+    let _ = arena.release_scratch(token);
+    r
+}
 
 /// Bytes the descriptor takes at the start of an allocated block.
 const DESCRIPTOR_SPACE: usize = size_of::<syn_tensor_t>().div_ceil(ALIGN) * ALIGN;

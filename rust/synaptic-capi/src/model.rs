@@ -16,6 +16,7 @@ use core::ffi::{c_char, c_int};
 
 use synaptic_abi::Errno;
 use synaptic_runtime::arena::{Shape, TensorMeta};
+use synaptic_runtime::npu::{NpuDevice, NpuState};
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, RegistryError};
 
 use crate::state::{self, State};
@@ -33,7 +34,12 @@ fn tensor_meta(dtype: RawDtype, shape: &[u8; 4], size: u32) -> Result<TensorMeta
     }
     let size = usize::try_from(size).map_err(|_| Errno::Inval)?;
     if rank == 0 {
-        if size == 0 || size % dtype.size() != 0 {
+        if size == 0 {
+            // Unknown until the model is loaded (the reference accepts it):
+            // a one-element placeholder.
+            return TensorMeta::vector(dtype, 1).map_err(|_| Errno::Inval);
+        }
+        if size % dtype.size() != 0 {
             return Err(Errno::Inval);
         }
         return TensorMeta::vector(dtype, size / dtype.size()).map_err(|_| Errno::Inval);
@@ -71,9 +77,47 @@ fn describe(info: &syn_model_info_t) -> Result<ModelDesc<'_>, Errno> {
     })
 }
 
+/// The C handle of a registry handle.
+///
+/// Default: `(generation - 1) << 16 | (slot + 1)`, so a fresh boot numbers
+/// its models 1, 2, 3... as the reference does, and a slot reused after an
+/// unregister gets a new value (the old handle stays invalid). With
+/// `CONFIG_SYNAPTIC_REFERENCE_MODEL_HANDLES`: `slot + 1` always, the
+/// reference's numbering, in which a handle kept across an unregister
+/// names the slot's next model.
+pub(crate) fn to_c(h: ModelHandle) -> syn_model_handle_t {
+    if crate::REFERENCE_MODEL_HANDLES {
+        return h.index() as u32 + 1;
+    }
+    h.raw().wrapping_sub(1 << 16).wrapping_add(1)
+}
+
+/// The registry handle a C handle stands for (the inverse of [`to_c`]); the
+/// registry validates it on use.
+pub(crate) fn from_c(s: &State, handle: syn_model_handle_t) -> ModelHandle {
+    let invalid = ModelHandle::from_raw(ModelHandle::INVALID_RAW);
+    if handle & 0xFFFF == 0 {
+        // Slot part 0 is never issued: a raw value the registry refuses.
+        return invalid;
+    }
+    if crate::REFERENCE_MODEL_HANDLES {
+        if handle > 0xFFFF {
+            return invalid;
+        }
+        let slot = handle as usize - 1;
+        return s
+            .registry
+            .iter()
+            .map(|(h, _)| h)
+            .find(|h| h.index() == slot)
+            .unwrap_or(invalid);
+    }
+    ModelHandle::from_raw(handle.wrapping_sub(1).wrapping_add(1 << 16))
+}
+
 /// A handle that names a registered model, or `-EINVAL`.
 pub(crate) fn checked(s: &State, handle: syn_model_handle_t) -> Result<ModelHandle, Errno> {
-    let h = ModelHandle::from_raw(handle);
+    let h = from_c(s, handle);
     if handle == SYN_MODEL_INVALID || s.registry.info(h).is_err() {
         Err(Errno::Inval)
     } else {
@@ -111,7 +155,7 @@ pub unsafe extern "C" fn syn_model_register(
                 _ => Errno::Inval,
             })?;
             s.models[h.index()] = Some(info);
-            Ok(h.raw())
+            Ok(to_c(h))
         })
         .unwrap_or(Err(Errno::Busy))
     });
@@ -206,7 +250,7 @@ pub unsafe extern "C" fn syn_model_get_by_name(
     };
     let (value, rc) = match state::with(|s| s.registry.find(name)) {
         Err(_) => (SYN_MODEL_INVALID, BUSY),
-        Ok(Ok(h)) => (h.raw(), 0),
+        Ok(Ok(h)) => (to_c(h), 0),
         Ok(Err(_)) => (SYN_MODEL_INVALID, neg(Errno::NoEnt)),
     };
     // SAFETY: non-null and valid for writes (contract).
@@ -235,7 +279,7 @@ pub unsafe extern "C" fn syn_model_list(
         let mut all = [SYN_MODEL_INVALID; crate::MAX_MODELS];
         let mut n = 0;
         for ((h, _), out) in s.registry.iter().zip(all.iter_mut()) {
-            *out = h.raw();
+            *out = to_c(h);
             n += 1;
         }
         (all, n)
@@ -253,8 +297,9 @@ pub unsafe extern "C" fn syn_model_list(
 /// Makes a registered model resident on the NPU (replacing the resident one).
 ///
 /// Returns 0, `-EINVAL` for an unregistered handle, `-EALREADY` when it is
-/// resident, or the NPU's errno (`-ENODEV` before the NPU is initialised,
-/// `-E2BIG` / `-ENOTSUP` for tensors the NPU cannot take).
+/// resident, or the NPU's errno (`-E2BIG` / `-ENOTSUP` for tensors the NPU
+/// cannot take). Before `syn_hal_npu_init()` it powers the NPU up first,
+/// as the reference loads without an initialised device.
 #[no_mangle]
 pub extern "C" fn syn_model_load(handle: syn_model_handle_t) -> c_int {
     state::with(|s| {
@@ -271,6 +316,12 @@ pub extern "C" fn syn_model_load(handle: syn_model_handle_t) -> c_int {
             raw_model,
             ..
         } = s;
+        // The reference loads before the NPU is initialised: power it up.
+        if npu.state() == NpuState::Off {
+            if let Err(e) = npu.init() {
+                return neg(e.to_errno());
+            }
+        }
         match registry.load(h, npu) {
             Ok(()) => {
                 *raw_model = None;
@@ -346,6 +397,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn c_handles_number_a_fresh_boot_from_one() {
+        if crate::REFERENCE_MODEL_HANDLES {
+            return;
+        }
+        let first = ModelHandle::from_raw(1 << 16);
+        assert_eq!(to_c(first), 1);
+        assert_eq!(to_c(ModelHandle::from_raw((1 << 16) | 3)), 4);
+        // A slot's second model has another value.
+        let reused = ModelHandle::from_raw((2 << 16) | 3);
+        assert_eq!(to_c(reused), 0x1_0004);
+    }
+
+    #[test]
     fn version_strings_become_numbers() {
         assert_eq!(version_number("1.2.3"), 0x01_02_03);
         assert_eq!(version_number("2"), 0x02_00_00);
@@ -361,7 +425,8 @@ mod tests {
         assert_eq!(tensor_meta(int8, &[1, 16, 16, 3], 768).unwrap(), m);
         assert_eq!(tensor_meta(int8, &[1, 16, 16, 3], 767), Err(Errno::Inval));
         assert_eq!(tensor_meta(int8, &[0; 4], 10).unwrap().byte_len(), 10);
-        assert_eq!(tensor_meta(int8, &[0; 4], 0), Err(Errno::Inval));
+        // Unknown size and shape: accepted, as a one-element placeholder.
+        assert_eq!(tensor_meta(int8, &[0; 4], 0).unwrap().byte_len(), 1);
         let float32 = RawDtype(4);
         assert_eq!(tensor_meta(float32, &[0; 4], 10), Err(Errno::Inval));
         assert_eq!(tensor_meta(RawDtype(9), &[0; 4], 10), Err(Errno::Inval));

@@ -3,18 +3,23 @@
 //!
 //! Behaviour of the stub behind this HAL:
 //!
-//! * Output is a pure function of the model and the input (see
-//!   `synaptic_runtime::npu`); each invoke busy-waits
+//! * Output is a pure function of the input: with
+//!   `CONFIG_SYNAPTIC_STUB_REFERENCE_OUTPUT` (the default) the reference's
+//!   rule, all 0 but byte `sum(input) % output length` = 127; otherwise the
+//!   runtime's hash of model and input (see `synaptic_runtime::npu`); each invoke busy-waits
 //!   [`crate::STUB_NPU_LATENCY_US`].
 //! * `syn_hal_npu_load_model()` takes a raw image, which carries no tensor
 //!   metadata: the stub treats it as a 10-class int8 classifier
 //!   ([`crate::RAW_MODEL_OUTPUT`] bytes out) whose input is whatever
 //!   `syn_hal_npu_set_input()` gives (up to [`crate::STUB_NPU_INPUT`]
 //!   bytes). Registered models (`syn_model_load()`, pipelines) replace it.
-//! * `syn_hal_npu_get_output()` reads `*size` as the capacity of `data`
-//!   and writes back the output's length (the reference's pipeline passes
-//!   it that way too); a buffer too small gives `-ENOBUFS`.
-//! * `syn_hal_npu_invoke_async()` completes before it returns: it runs the
+//! * `syn_hal_npu_get_output()` reads a non-zero `*size` as the capacity of
+//!   `data` (a buffer too small gives `-ENOBUFS`) and writes back the
+//!   output's length; `*size == 0` is the reference's convention (`*size`
+//!   only an output, `data` assumed to hold the whole output, unchecked).
+//! * `syn_hal_npu_invoke_async()` with a NULL callback gives `-ENOTSUP`
+//!   (the reference's stub has no asynchronous path); with one, it
+//!   completes before it returns: it runs the
 //!   inference, releases the runtime lock and calls the callback, so the
 //!   callback may call `syn_hal_npu_get_output()`.
 //! * A failed invoke leaves the device in `SYN_NPU_STATE_ERROR`;
@@ -240,8 +245,8 @@ pub extern "C" fn syn_hal_npu_invoke() -> c_int {
 /// Runs the resident model and reports completion through `cb` (before
 /// returning; see syn_hal_npu.h).
 ///
-/// Returns 0 when the inference ran (`cb` then got its status), `-EINVAL`
-/// for a NULL callback, or the errors of `syn_hal_npu_invoke()` that occur
+/// Returns 0 when the inference ran (`cb` then got its status), `-ENOTSUP`
+/// for a NULL callback (as the reference's stub), or the errors of `syn_hal_npu_invoke()` that occur
 /// before the inference starts (then `cb` is not called).
 ///
 /// # Safety
@@ -252,8 +257,10 @@ pub unsafe extern "C" fn syn_hal_npu_invoke_async(
     cb: syn_npu_done_cb_t,
     user_data: *mut c_void,
 ) -> c_int {
+    // The reference's stub has no asynchronous path and says so for any
+    // call; ours runs one when given a callback.
     let Some(cb) = cb else {
-        return neg(Errno::Inval);
+        return neg(Errno::NotSup);
     };
     let ran = state::with(|s| match s.npu.invoke() {
         Ok(_) => Ok(0),
@@ -272,19 +279,26 @@ pub unsafe extern "C" fn syn_hal_npu_invoke_async(
     }
 }
 
-/// Copies output `index` (only 0 exists) of the last successful invoke.
-/// `*size` is the capacity of `data` on entry and the output's length on
-/// return.
+/// Copies output `index` (only 0 exists) of the last successful invoke and
+/// writes its length to `*size`.
+///
+/// `*size` on entry: 0 is the reference's convention, where `*size` is
+/// only an output and `data` must hold the whole output (the resident
+/// model's output size, at most `SYN_CAPI_STUB_NPU_OUTPUT` bytes; 10 for a
+/// raw image). That convention cannot be checked: a buffer smaller than
+/// the output is overrun. Any other value is the capacity of `data` and is
+/// checked (`-ENOBUFS` when too small), which is the safe way to call it.
 ///
 /// Returns 0, `-EINVAL` for NULL or an index other than 0, `-EPERM` before
 /// init or without a model, `-EBUSY` while busy, `-ENOENT` when no invoke
-/// succeeded since the input or model changed, `-ENOBUFS` when `*size` is
-/// too small.
+/// succeeded since the input or model changed, `-ENOBUFS` when a non-zero
+/// `*size` is too small.
 ///
 /// # Safety
 ///
 /// `size` is NULL or valid for reads and writes; `data` is NULL or valid
-/// for writes of `*size` bytes.
+/// for writes of `*size` bytes, or, when `*size` is 0, of the output's
+/// length.
 #[no_mangle]
 pub unsafe extern "C" fn syn_hal_npu_get_output(
     index: u8,
@@ -296,10 +310,23 @@ pub unsafe extern "C" fn syn_hal_npu_get_output(
     }
     // SAFETY: non-null and valid for reads (contract).
     let capacity = unsafe { size.read() };
-    // SAFETY: `data` is valid for writes of `capacity` bytes (contract) and
-    // nothing else refers to it during the call.
-    let out = unsafe { core::slice::from_raw_parts_mut(data.cast::<u8>(), capacity) };
-    match state::with(|s| s.npu.get_output(out)) {
+    let result = state::with(|s| {
+        let capacity = if capacity == 0 {
+            // The reference's convention: the buffer holds the output.
+            match s.npu.get_output(&mut []) {
+                Err(NpuError::OutputTooSmall { needed, .. }) => needed,
+                other => return other,
+            }
+        } else {
+            capacity
+        };
+        // SAFETY: `data` is valid for writes of `capacity` bytes (contract,
+        // the output's length when `*size` was 0) and nothing else refers
+        // to it during the call.
+        let out = unsafe { core::slice::from_raw_parts_mut(data.cast::<u8>(), capacity) };
+        s.npu.get_output(out)
+    });
+    match result {
         Err(_) => BUSY,
         Ok(Err(e)) => hal_errno(e),
         Ok(Ok(n)) => {

@@ -8,7 +8,7 @@
 //!
 //! | processor | input | output |
 //! |---|---|---|
-//! | `syn_preprocess_image_resize` | uint8/int8 `[1,H,W,C]`, `[H,W,C]` or `[H,W]` | same dtype and rank, `h x w` (bilinear, half-pixel centres) |
+//! | `syn_preprocess_image_resize` | uint8/int8 `[1,H,W,C]` or `[H,W,C]` (rank 2 refused, as the reference) | same dtype and rank, `h x w` (bilinear, corners aligned as the reference's) |
 //! | `syn_preprocess_image_normalize` | uint8/int8, last dimension = `channels` | float32, same shape |
 //! | `syn_preprocess_quantize_int8` | float32 | int8, same shape |
 //! | `syn_preprocess_audio_mfcc` | float32 (full scale ±1.0) or int16 PCM | float32 `[frames, num_coeffs]`, `frames = samples / frame_len` |
@@ -43,6 +43,9 @@ use crate::types::{
 
 /// Most boxes `syn_postprocess_nms` reads (the reference's limit).
 pub const MAX_NMS_BOXES: usize = 64;
+/// Kept boxes `syn_postprocess_nms` holds on the stack; more (a larger
+/// `max_boxes`) come from the scratch pool.
+const NMS_STACK_BOXES: usize = 16;
 /// Largest `k` of `syn_postprocess_top_k`.
 pub const MAX_TOP_K: usize = 16;
 
@@ -212,9 +215,9 @@ unsafe fn image_resize_impl(
         return Err(Errno::Inval);
     }
     let (dims, rank) = c_dims(&input_buf);
+    // Images only, as the reference: a rank-2 tensor is refused.
     let (h, w, c) = match &dims[..rank] {
         [1, h, w, c] | [h, w, c] => (*h, *w, *c),
-        [h, w] => (*h, *w, 1),
         _ => return Err(Errno::Inval),
     };
     if c == 0 || c > 4 {
@@ -238,14 +241,13 @@ unsafe fn image_resize_impl(
         from,
         &mut out[..to.len()],
         to,
-        ResizeMethod::Bilinear,
+        ResizeMethod::BilinearCorners,
     )
     .map_err(errno_of)?;
     let (oh, ow) = (u32::from(cfg.h), u32::from(cfg.w));
     let shape: &[u32] = match rank {
         4 => &[1, oh, ow, c],
-        3 => &[oh, ow, c],
-        _ => &[oh, ow],
+        _ => &[oh, ow, c],
     };
     // SAFETY: valid for writes (contract); `out` is no longer used.
     unsafe { finish(output, to.len(), input_buf.meta.dtype, shape) };
@@ -416,18 +418,28 @@ unsafe fn audio_mfcc_impl(
     if out.len() < needed {
         return Err(Errno::NoMem);
     }
-    let mut frame = [0i16; MFCC_MAX_FFT];
-    let mut row = [0f32; MFCC_MAX_MEL];
-    for f in 0..frames {
-        for (i, s) in frame[..frame_len].iter_mut().enumerate() {
-            *s = sample(data, f * frame_len + i);
+    // Working memory (FFT buffer, power spectrum, mel energies and one
+    // output row, up to 6.6 KB) comes from the scratch pool, so the stage
+    // needs well under 2 KB of stack.
+    let work_len = runtime::mfcc_work_len(&mfcc) + coeffs;
+    crate::mem::with_scratch(work_len * 4, |bytes| {
+        // SAFETY: f32 is valid for any bit pattern; the prefix check below
+        // refuses a misaligned pool (it is ALIGN-aligned, so never).
+        let (pre, work, _) = unsafe { bytes.align_to_mut::<f32>() };
+        if !pre.is_empty() || work.len() < work_len {
+            return Err(Errno::NoMem);
         }
-        runtime::mfcc(&frame[..frame_len], &mfcc, &mut row[..coeffs]).map_err(errno_of)?;
-        for (k, v) in row[..coeffs].iter().enumerate() {
-            let at = 4 * (f * coeffs + k);
-            out[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        let (row, work) = work.split_at_mut(coeffs);
+        for f in 0..frames {
+            let at = |i: usize| sample(data, f * frame_len + i);
+            runtime::mfcc_with(at, frame_len, &mfcc, row, work).map_err(errno_of)?;
+            for (k, v) in row.iter().enumerate() {
+                let at = 4 * (f * coeffs + k);
+                out[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
         }
-    }
+        Ok(())
+    })??;
     // SAFETY: valid for writes (contract); `out` is no longer used.
     unsafe {
         finish(
@@ -627,41 +639,60 @@ unsafe fn nms_impl(
     if n > MAX_NMS_BOXES {
         return Err(Errno::Inval);
     }
-    let mut boxes = [BBox::default(); MAX_NMS_BOXES];
-    for (i, b) in boxes[..n].iter_mut().enumerate() {
+    let box_at = |i: usize| {
         let f = |k| f32_at(input_buf.data, 6 * i + k);
-        *b = BBox {
+        BBox {
             x_min: f(0),
             y_min: f(1),
             x_max: f(2),
             y_max: f(3),
             score: f(4),
             class_id: f(5) as u16,
-        };
-    }
+        }
+    };
     let capacity = usize::from(cfg.max_boxes)
         .min(out.len() / RECORD)
         .min(MAX_NMS_BOXES);
-    let mut kept = [BBox::default(); MAX_NMS_BOXES];
     let config = NmsConfig {
         iou_threshold: cfg.iou_threshold,
         score_threshold: cfg.score_threshold,
         per_class: true,
     };
-    let m = runtime::nms(&boxes[..n], &config, &mut kept[..capacity]).map_err(errno_of)?;
-    for (b, chunk) in kept[..m].iter().zip(out.chunks_exact_mut(RECORD)) {
-        let fields = [
-            b.x_min,
-            b.y_min,
-            b.x_max,
-            b.y_max,
-            b.score,
-            f32::from(b.class_id),
-        ];
-        for (v, bytes) in fields.iter().zip(chunk.chunks_exact_mut(4)) {
-            bytes.copy_from_slice(&v.to_ne_bytes());
+    // The kept boxes: on the stack up to NMS_STACK_BOXES, beyond that in
+    // the scratch pool (the stage stays well under 1 KB of stack).
+    let run = |kept: &mut [BBox], out: &mut [u8]| -> Result<usize, Errno> {
+        let m = runtime::nms_with(n, box_at, &config, kept).map_err(errno_of)?;
+        for (b, chunk) in kept[..m].iter().zip(out.chunks_exact_mut(RECORD)) {
+            let fields = [
+                b.x_min,
+                b.y_min,
+                b.x_max,
+                b.y_max,
+                b.score,
+                f32::from(b.class_id),
+            ];
+            for (v, bytes) in fields.iter().zip(chunk.chunks_exact_mut(4)) {
+                bytes.copy_from_slice(&v.to_ne_bytes());
+            }
         }
-    }
+        Ok(m)
+    };
+    let m = if capacity <= NMS_STACK_BOXES {
+        let mut kept = [BBox::default(); NMS_STACK_BOXES];
+        run(&mut kept[..capacity], out)?
+    } else {
+        let bytes = capacity * core::mem::size_of::<BBox>() + core::mem::align_of::<BBox>();
+        crate::mem::with_scratch(bytes, |raw| {
+            // SAFETY: BBox is plain data (f32s and a u16) whose every
+            // field is valid for any bit pattern, and the padding bytes
+            // are never read; `align_to_mut` only hands out the aligned middle.
+            let (_, kept, _) = unsafe { raw.align_to_mut::<BBox>() };
+            if kept.len() < capacity {
+                return Err(Errno::NoMem);
+            }
+            run(&mut kept[..capacity], out)
+        })??
+    };
     // SAFETY: valid for writes (contract); `out` is no longer used.
     unsafe { finish(output, m * RECORD, DType::Float32, &[m as u32, 6]) };
     Ok(())

@@ -47,6 +47,11 @@ pub(crate) struct JobExtra {
     /// Errno to report instead of the scheduler's (a C stage's own code,
     /// `-ECANCELED` for a destroyed pipeline).
     pub errno: Option<i32>,
+    /// Cancelled by `syn_infer_cancel()`: the scheduler reclaimed the job,
+    /// this entry remembers it so that wait and get_result report
+    /// `-ECANCELED` (as the reference does) until get_result collects it or
+    /// a new job takes the slot.
+    pub cancelled: bool,
 }
 
 impl JobExtra {
@@ -57,6 +62,7 @@ impl JobExtra {
         user_data: core::ptr::null_mut(),
         notified: false,
         errno: None,
+        cancelled: false,
     };
 }
 
@@ -90,6 +96,10 @@ pub(crate) struct State {
     pub raw_model: Option<NpuModel>,
     /// The profiler.
     pub profiler: Profiler,
+    /// `syn_infer_set_max_concurrent()`: submissions are refused while this
+    /// many jobs are queued or running (the reference's rule; the scheduler
+    /// also starts at most this many at once).
+    pub submit_limit: usize,
 }
 
 impl State {
@@ -124,10 +134,12 @@ impl State {
             emplace(&raw mut (*at).npu, || {
                 let mut npu = StubNpu::new(PlatformClock, 0);
                 npu.set_latency_us(STUB_NPU_LATENCY_US);
+                npu.set_reference_rule(crate::STUB_REFERENCE_OUTPUT);
                 npu
             });
             emplace(&raw mut (*at).raw_model, || None);
             emplace(&raw mut (*at).profiler, Profiler::new);
+            emplace(&raw mut (*at).submit_limit, || MAX_JOBS);
         }
     }
 

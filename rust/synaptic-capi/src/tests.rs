@@ -19,6 +19,23 @@ use synaptic_abi::Errno;
 
 use crate::types::*;
 
+/// The stub NPU's output for `input` on C model handle `model` (0: a raw
+/// image) under the rule this build selects (`crate::STUB_REFERENCE_OUTPUT`).
+fn expected_output(model: syn_model_handle_t, input: &[u8], output: &mut [u8]) {
+    if crate::STUB_REFERENCE_OUTPUT {
+        synaptic_runtime::npu::reference_output(input, output);
+    } else {
+        // The registry's raw handle (the NPU's model id) behind a default
+        // C handle; 0 is the raw image.
+        let id = if model == 0 {
+            0
+        } else {
+            model.wrapping_sub(1).wrapping_add(1 << 16)
+        };
+        synaptic_runtime::npu::stub_output(0, id, input, output);
+    }
+}
+
 /// `-errno` as an int.
 fn err(e: Errno) -> c_int {
     e.negative()

@@ -314,6 +314,20 @@ pub fn test_input(seq: u32, input: &mut [u8]) {
     }
 }
 
+/// Fills `output` by the reference implementation's stub rule (see
+/// [`StubNpu::set_reference_rule`]): all zeros but byte
+/// `sum(input) % output.len()`, which is 127.
+pub fn reference_output(input: &[u8], output: &mut [u8]) {
+    output.fill(0);
+    if output.is_empty() {
+        return;
+    }
+    let sum = input
+        .iter()
+        .fold(0u32, |acc, &b| acc.wrapping_add(u32::from(b)));
+    output[sum as usize % output.len()] = 127;
+}
+
 /// Fills `output` with the stub's output for (`seed`, `model_id`, `input`).
 pub fn stub_output(seed: u32, model_id: u32, input: &[u8], output: &mut [u8]) {
     let h = stub_input_hash(seed, model_id, input);
@@ -377,6 +391,7 @@ pub struct StubNpu<T, const IN: usize = DEFAULT_STUB_INPUT, const OUT: usize = D
     fail_every: Option<NonZeroU32>,
     fail_on_marker: bool,
     null: bool,
+    reference_rule: bool,
     invokes: u32,
     pending: Option<Pending>,
 }
@@ -399,6 +414,7 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             fail_every: None,
             fail_on_marker: false,
             null: false,
+            reference_rule: false,
             invokes: 0,
             pending: None,
         }
@@ -413,6 +429,14 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
     /// write; see the module docs).
     pub fn set_null(&mut self, null: bool) {
         self.null = null;
+    }
+
+    /// The reference implementation's output rule instead of the hash
+    /// ([`reference_output`]: a one-hot int8 tensor at
+    /// `sum(input bytes) % output bytes`, value 127), so C programs written
+    /// against the reference's stub see the same classes.
+    pub fn set_reference_rule(&mut self, enabled: bool) {
+        self.reference_rule = enabled;
     }
 
     /// Sets the device time each invoke takes.
@@ -472,7 +496,12 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
         // Null mode's zeros are written by `get_output`, into the caller's
         // buffer: no device buffer is touched.
         if !self.null {
-            stub_output(self.seed, model.id, input, &mut self.output[..out_len]);
+            let output = &mut self.output[..out_len];
+            if self.reference_rule {
+                reference_output(input, output);
+            } else {
+                stub_output(self.seed, model.id, input, output);
+            }
         }
         self.output_valid = true;
         self.state = NpuState::Idle;
@@ -677,6 +706,26 @@ mod tests {
         n.init().unwrap();
         n.load_model(&model(1, 4, 4)).unwrap();
         n
+    }
+
+    #[test]
+    fn reference_rule_is_one_hot_at_the_input_sum() {
+        let clock = FakeClock::new(0);
+        let mut n = ready(&clock);
+        n.set_reference_rule(true);
+        // 200 + 100 + 3 + 0 = 303, 303 % 4 = 3.
+        n.set_input(&[200, 100, 3, 0]).unwrap();
+        n.invoke().unwrap();
+        let mut out = [0xAAu8; 4];
+        assert_eq!(n.get_output(&mut out), Ok(4));
+        assert_eq!(out, [0, 0, 0, 127]);
+        n.set_input(&[0; 4]).unwrap();
+        n.invoke().unwrap();
+        n.get_output(&mut out).unwrap();
+        assert_eq!(out, [127, 0, 0, 0]);
+        let mut ten = [1u8; 10];
+        reference_output(&[255; 3], &mut ten);
+        assert_eq!(ten, [0, 0, 0, 0, 0, 127, 0, 0, 0, 0]);
     }
 
     #[test]

@@ -125,6 +125,10 @@ pub enum ResizeMethod {
     Nearest,
     /// Bilinear with half-pixel centres and edge clamping, rounded to nearest.
     Bilinear,
+    /// Bilinear with the corners aligned (`src = dst * (in - 1) / (out - 1)`,
+    /// so the four corner pixels are kept exactly), rounded to nearest: the
+    /// reference implementation's C resize.
+    BilinearCorners,
 }
 
 /// Resizes an 8-bit image, up or down, to `to` (channels must match).
@@ -168,9 +172,18 @@ pub fn resize(
                     let sy = ((2 * y + 1) * from.height / (2 * to.height)).min(from.height - 1);
                     out.copy_from_slice(&input[(sy * from.width + sx) * c..][..c]);
                 }
-                ResizeMethod::Bilinear => {
+                ResizeMethod::Bilinear | ResizeMethod::BilinearCorners => {
+                    let corners = method == ResizeMethod::BilinearCorners;
                     let map = |d: usize, n_in: usize, n_out: usize| {
-                        let s = (d as f32 + 0.5) * n_in as f32 / n_out as f32 - 0.5;
+                        let s = if corners {
+                            if n_out > 1 {
+                                d as f32 * (n_in - 1) as f32 / (n_out - 1) as f32
+                            } else {
+                                0.0
+                            }
+                        } else {
+                            (d as f32 + 0.5) * n_in as f32 / n_out as f32 - 0.5
+                        };
                         let s = s.clamp(0.0, (n_in - 1) as f32);
                         let i0 = s as usize;
                         let i1 = (i0 + 1).min(n_in - 1);
@@ -380,15 +393,28 @@ pub fn mel_energies(
     config.check()?;
     same_len(config.frame_len, frame.len())?;
     same_len(config.mel_bands, mel.len())?;
-    mel_energies_with(|i| frame[i], config, mel)
+    let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1];
+    mel_energies_with(|i| frame[i], config, mel, &mut work)
 }
 
 fn mel_energies_with(
     sample: impl Fn(usize) -> i16,
     config: &MfccConfig,
     mel: &mut [f32],
+    work: &mut [f32],
 ) -> Result<(), ProcessError> {
-    let mut buf = [0f32; MFCC_MAX_FFT];
+    let fft_len = config.fft_len;
+    let half = fft_len / 2;
+    let needed = fft_len + half + 1;
+    if work.len() < needed {
+        return Err(ProcessError::OutputTooSmall {
+            needed,
+            actual: work.len(),
+        });
+    }
+    let (buf, power) = work.split_at_mut(fft_len);
+    let power = &mut power[..=half];
+    buf.fill(0.0);
     let n = config.frame_len;
     for (i, b) in buf[..n].iter_mut().enumerate() {
         let s = sample(i);
@@ -399,10 +425,7 @@ fn mel_energies_with(
         };
         *b = f32::from(s) / 32768.0 * w;
     }
-    let fft_len = config.fft_len;
-    let bins = dsp::rfft_f32(&mut buf[..fft_len])?;
-    let half = fft_len / 2;
-    let mut power = [0f32; MFCC_MAX_FFT / 2 + 1];
+    let bins = dsp::rfft_f32(buf)?;
     power[0] = bins[0].re * bins[0].re;
     power[half] = bins[0].im * bins[0].im;
     for k in 1..half {
@@ -417,7 +440,7 @@ fn mel_energies_with(
         let centre = mel_to_hz(low + step * (m + 1) as f32);
         let right = mel_to_hz(low + step * (m + 2) as f32);
         let mut acc = 0.0;
-        for (k, &p) in power[..=half].iter().enumerate() {
+        for (k, &p) in power.iter().enumerate() {
             let f = k as f32 * bin_hz;
             let w = if f > left && f <= centre {
                 (f - left) / (centre - left)
@@ -454,14 +477,32 @@ pub fn mfcc(
     config: &MfccConfig,
     output: &mut [f32],
 ) -> Result<usize, ProcessError> {
-    mfcc_with(|i| samples[i], samples.len(), config, output)
+    let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1 + MFCC_MAX_MEL];
+    mfcc_with(|i| samples[i], samples.len(), config, output, &mut work)
 }
 
-fn mfcc_with(
+/// `f32`s of working memory [`mfcc_with`] needs for `config`: the FFT
+/// buffer, the power spectrum and the mel energies
+/// (`fft_len + fft_len / 2 + 1 + mel_bands`).
+pub const fn mfcc_work_len(config: &MfccConfig) -> usize {
+    config.fft_len + config.fft_len / 2 + 1 + config.mel_bands
+}
+
+/// [`mfcc`] over `len` samples read through `sample`, with the caller's
+/// working memory (at least [`mfcc_work_len`] `f32`s, e.g. from the arena's
+/// scratch pool) instead of about 6 KB of stack; the stack it needs beyond
+/// that is a few hundred bytes.
+///
+/// # Errors
+///
+/// As [`mfcc`]; [`ProcessError::OutputTooSmall`] also when `work` is too
+/// small.
+pub fn mfcc_with(
     sample: impl Fn(usize) -> i16,
     len: usize,
     config: &MfccConfig,
     output: &mut [f32],
+    work: &mut [f32],
 ) -> Result<usize, ProcessError> {
     config.check()?;
     let frames = config.frames(len);
@@ -476,19 +517,25 @@ fn mfcc_with(
         });
     }
     let bands = config.mel_bands;
-    let mut mel = [0f32; MFCC_MAX_MEL];
+    if work.len() < mfcc_work_len(config) {
+        return Err(ProcessError::OutputTooSmall {
+            needed: mfcc_work_len(config),
+            actual: work.len(),
+        });
+    }
+    let (mel, work) = work.split_at_mut(bands);
     for (f, out) in output[..needed]
         .chunks_exact_mut(config.coefficients)
         .enumerate()
     {
         let start = f * config.frame_step;
-        mel_energies_with(|i| sample(start + i), config, &mut mel[..bands])?;
-        for e in &mut mel[..bands] {
+        mel_energies_with(|i| sample(start + i), config, mel, work)?;
+        for e in mel.iter_mut() {
             *e = libm::logf(*e + 1e-6);
         }
         for (k, c) in out.iter_mut().enumerate() {
             let mut acc = 0.0;
-            for (m, &e) in mel[..bands].iter().enumerate() {
+            for (m, &e) in mel.iter().enumerate() {
                 acc += e * libm::cosf(
                     core::f32::consts::PI * k as f32 * (m as f32 + 0.5) / bands as f32,
                 );
@@ -653,6 +700,21 @@ pub struct NmsConfig {
 ///
 /// [`ProcessError::InvalidConfig`] when the IoU threshold is outside `[0, 1]`.
 pub fn nms(boxes: &[BBox], config: &NmsConfig, out: &mut [BBox]) -> Result<usize, ProcessError> {
+    nms_with(boxes.len(), |i| boxes[i], config, out)
+}
+
+/// [`nms`] over `n` boxes read through `box_at` (for callers whose boxes
+/// are in another layout: no copy of them is needed).
+///
+/// # Errors
+///
+/// As [`nms`].
+pub fn nms_with(
+    n: usize,
+    box_at: impl Fn(usize) -> BBox,
+    config: &NmsConfig,
+    out: &mut [BBox],
+) -> Result<usize, ProcessError> {
     if !(0.0..=1.0).contains(&config.iou_threshold) {
         return Err(ProcessError::InvalidConfig);
     }
@@ -661,7 +723,8 @@ pub fn nms(boxes: &[BBox], config: &NmsConfig, out: &mut [BBox]) -> Result<usize
     let mut kept = 0;
     while kept < out.len() {
         let mut next: Option<(f32, usize)> = None;
-        for (i, b) in boxes.iter().enumerate() {
+        for i in 0..n {
+            let b = box_at(i);
             if b.score.is_nan() || b.score < config.score_threshold {
                 continue;
             }
@@ -673,7 +736,7 @@ pub fn nms(boxes: &[BBox], config: &NmsConfig, out: &mut [BBox]) -> Result<usize
         }
         let Some((_, i)) = next else { break };
         last = next;
-        let candidate = boxes[i];
+        let candidate = box_at(i);
         let suppressed = out[..kept].iter().any(|k| {
             (!config.per_class || k.class_id == candidate.class_id)
                 && iou(k, &candidate) > config.iou_threshold
@@ -942,6 +1005,7 @@ pub mod stages {
         );
         let out = output_for(output, out_meta)?;
         let mut row = [0f32; MFCC_MAX_MEL];
+        let mut work = [0f32; MFCC_MAX_FFT + MFCC_MAX_FFT / 2 + 1 + MFCC_MAX_MEL];
         let coeffs = cfg.coefficients;
         for f in 0..frames {
             let start = f * cfg.frame_step;
@@ -949,7 +1013,7 @@ pub mod stages {
                 let j = (start + i) * 2;
                 i16::from_le_bytes([data[j], data[j + 1]])
             };
-            mfcc_with(sample, cfg.frame_len, &cfg, &mut row[..coeffs])?;
+            mfcc_with(sample, cfg.frame_len, &cfg, &mut row[..coeffs], &mut work)?;
             for (k, &v) in row[..coeffs].iter().enumerate() {
                 put_f32(out, f * coeffs + k, v);
             }
@@ -1194,6 +1258,48 @@ mod tests {
         )
         .unwrap();
         assert_eq!(dst, [10, 11, 12, 30, 31, 32]);
+    }
+
+    #[test]
+    fn resize_bilinear_corners_keeps_the_corners() {
+        let d = |w, h| ImageDims {
+            width: w,
+            height: h,
+            channels: 1,
+        };
+        let src = [10u8, 30, 50, 70];
+        let mut up = [0u8; 16];
+        resize(
+            &src,
+            d(2, 2),
+            &mut up,
+            d(4, 4),
+            ResizeMethod::BilinearCorners,
+        )
+        .unwrap();
+        assert_eq!([up[0], up[3], up[12], up[15]], [10, 30, 50, 70]);
+        assert_eq!(up[5], 30); // (1/3, 1/3) of the way: exactly 30
+        let big: [u8; 16] = core::array::from_fn(|i| (i * 16) as u8);
+        let mut down = [0u8; 4];
+        resize(
+            &big,
+            d(4, 4),
+            &mut down,
+            d(2, 2),
+            ResizeMethod::BilinearCorners,
+        )
+        .unwrap();
+        assert_eq!(down, [big[0], big[3], big[12], big[15]]);
+        let mut one = [0u8; 1];
+        resize(
+            &src,
+            d(2, 2),
+            &mut one,
+            d(1, 1),
+            ResizeMethod::BilinearCorners,
+        )
+        .unwrap();
+        assert_eq!(one, [10]);
     }
 
     #[test]

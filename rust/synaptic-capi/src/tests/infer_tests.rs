@@ -3,7 +3,6 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use synaptic_runtime::arena::DType;
-use synaptic_runtime::npu::stub_output;
 
 use super::host::{advance_us, console, fresh};
 use super::*;
@@ -78,7 +77,7 @@ fn input_tensor() -> syn_tensor_t {
 
 fn expected_output(model: syn_model_handle_t) -> [u8; 10] {
     let mut out = [0u8; 10];
-    stub_output(0, model, &INPUT, &mut out);
+    super::expected_output(model, &INPUT, &mut out);
     out
 }
 
@@ -247,7 +246,13 @@ fn wait_times_out_and_cancel_reclaims() {
     let job = submit(p, &input, None);
     assert_eq!(syn_infer_wait(job, 0), err(Errno::Again));
     assert_eq!(syn_infer_cancel(job), 0);
-    assert_eq!(syn_infer_cancel(job), err(Errno::NoEnt));
+    // Kept, as in the reference: -ECANCELED until collected.
+    assert_eq!(syn_infer_cancel(job), err(Errno::Already));
+    assert_eq!(syn_infer_wait(job, 100), err(Errno::Canceled));
+    let mut out = syn_tensor_t::EMPTY;
+    // SAFETY: a live local.
+    let rc = unsafe { syn_infer_get_result(job, &mut out) };
+    assert_eq!(rc, err(Errno::Canceled));
     assert_eq!(syn_infer_wait(job, 100), err(Errno::NoEnt));
     let done = submit(p, &input, None);
     assert_eq!(syn_infer_wait(done, 100), 0);
@@ -271,6 +276,30 @@ unsafe extern "C" fn record(
     let mut stats = syn_mem_stats_t::default();
     // SAFETY: a live local.
     STATS_IN_CALLBACK.store(unsafe { syn_mem_get_stats(&mut stats) }, Ordering::SeqCst);
+}
+
+#[test]
+fn max_concurrent_limits_submissions() {
+    let _t = fresh();
+    let m = setup();
+    let p = model_pipeline(m);
+    let input = input_tensor();
+    assert_eq!(syn_infer_set_max_concurrent(0), err(Errno::Inval));
+    assert_eq!(syn_infer_set_max_concurrent(1), 0);
+    let a = submit(p, &input, None);
+    assert_ne!(a, SYN_JOB_INVALID);
+    // SAFETY: live descriptors.
+    let refused = unsafe { syn_infer_submit(p, &input, core::ptr::null()) };
+    assert_eq!(refused, SYN_JOB_INVALID, "one queued job is the limit");
+    assert_eq!(syn_infer_wait(a, 100), 0);
+    // A finished job does not count; a cancelled one neither.
+    let b = submit(p, &input, None);
+    assert_eq!(syn_infer_cancel(b), 0);
+    let c = submit(p, &input, None);
+    assert_eq!(syn_infer_wait(c, 100), 0);
+    assert!(get_result(a).is_ok());
+    assert!(get_result(c).is_ok());
+    assert_eq!(syn_infer_set_max_concurrent(crate::MAX_JOBS as u8), 0);
 }
 
 #[test]
@@ -366,7 +395,7 @@ fn c_stages_run_and_their_errors_propagate() {
     let out = get_result(job).unwrap();
     let doubled: Vec<u8> = INPUT.iter().map(|b| b.wrapping_mul(2)).collect();
     let mut expected = [0u8; 10];
-    stub_output(0, m, &doubled, &mut expected);
+    super::expected_output(m, &doubled, &mut expected);
     // SAFETY: the result lives in the arena until the next ephemeral reset.
     assert_eq!(unsafe { bytes_of(&out) }, &expected);
 
@@ -459,7 +488,7 @@ fn a_builtin_pipeline_end_to_end() {
         })
         .collect();
     let mut logits = [0u8; 10];
-    stub_output(0, m, &quantised, &mut logits);
+    super::expected_output(m, &quantised, &mut logits);
     let best = (0..10).fold(0, |b, i| {
         if (logits[i] as i8) > (logits[b] as i8) {
             i

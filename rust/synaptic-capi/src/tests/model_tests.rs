@@ -20,6 +20,33 @@ fn by_name(name: &core::ffi::CStr) -> (c_int, syn_model_handle_t) {
 }
 
 #[test]
+fn register_accepts_unknown_sizes() {
+    let _t = fresh();
+    // As the reference: sizes may be unknown until load.
+    let h = register(&model_info("unknown", 0, 0));
+    assert_ne!(h, SYN_MODEL_INVALID);
+    let back = get_info(h).unwrap();
+    assert_eq!((back.input_size, back.output_size), (0, 0));
+    assert_eq!(syn_model_load(h), 0);
+    assert!(syn_model_is_loaded(h));
+}
+
+#[test]
+fn fresh_handles_are_numbered_from_one_and_stale_ones_stay_invalid() {
+    let _t = fresh();
+    let a = register(&model_info("a", 8, 2));
+    let b = register(&model_info("b", 8, 2));
+    assert_eq!((a, b), (1, 2));
+    assert_eq!(syn_model_unregister(a), 0);
+    let c = register(&model_info("c", 8, 2));
+    assert_ne!(c, a, "slot 0 reused under a new generation");
+    assert_eq!(c & 0xFFFF, 1);
+    assert!(get_info(a).is_err());
+    assert_eq!(syn_model_unregister(a), err(Errno::Inval));
+    assert!(get_info(c).is_ok());
+}
+
+#[test]
 fn register_rejects_null_and_malformed_metadata() {
     let _t = fresh();
     let info = model_info("kws", 16, 4);
@@ -52,7 +79,6 @@ fn register_rejects_null_and_malformed_metadata() {
             i.input_dtype = RawDtype(200);
             i
         },
-        model_info("no-input", 0, 4),
         {
             let mut i = info;
             i.input_shape = [1, 4, 4, 3];
@@ -166,7 +192,10 @@ fn load_unload_and_swap() {
     let _t = fresh();
     let a = register(&model_info("a", 8, 2));
     let b = register(&model_info("b", 8, 2));
-    assert_eq!(syn_model_load(a), err(Errno::NoDev), "NPU not started");
+    // Before the NPU is started: loading starts it (the reference loads).
+    assert_eq!(syn_model_load(a), 0, "NPU not started");
+    assert_eq!(syn_model_unload(a), 0);
+    crate::npu::syn_hal_npu_deinit();
     assert_eq!(syn_init(), 0);
     assert_eq!(syn_model_load(SYN_MODEL_INVALID), err(Errno::Inval));
     assert_eq!(syn_model_unload(a), err(Errno::Already));

@@ -1,7 +1,5 @@
 use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-use synaptic_runtime::npu::stub_output;
-
 use super::host::{fresh, now_us};
 use super::*;
 use crate::model::syn_model_load;
@@ -108,7 +106,7 @@ fn arguments_are_checked() {
         );
         assert_eq!(
             syn_hal_npu_invoke_async(None, core::ptr::null_mut()),
-            err(Errno::Inval)
+            err(Errno::NotSup)
         );
     }
     let big = [0u8; crate::STUB_NPU_INPUT + 1];
@@ -131,7 +129,7 @@ fn a_raw_image_runs_as_a_ten_class_classifier() {
     let (rc, n) = get_output(&mut out);
     assert_eq!((rc, n), (0, crate::RAW_MODEL_OUTPUT));
     let mut expected = [0u8; crate::RAW_MODEL_OUTPUT];
-    stub_output(0, 0, &input, &mut expected);
+    super::expected_output(0, &input, &mut expected);
     assert_eq!(&out[..n], &expected);
     // The same input gives the same output; a different length is accepted.
     assert_eq!(set_input(&input[..8]), 0);
@@ -140,8 +138,15 @@ fn a_raw_image_runs_as_a_ten_class_classifier() {
     assert_eq!(get_output(&mut short).0, err(Errno::NoBufs));
     let (rc, _) = get_output(&mut out);
     assert_eq!(rc, 0);
-    stub_output(0, 0, &input[..8], &mut expected);
+    super::expected_output(0, &input[..8], &mut expected);
     assert_eq!(&out[..10], &expected);
+    // *size == 0: the reference's convention, the whole output is written.
+    let mut whole = [0u8; 32];
+    let mut size = 0usize;
+    // SAFETY: `whole` holds more than the 10-byte output.
+    let rc = unsafe { syn_hal_npu_get_output(0, whole.as_mut_ptr().cast(), &mut size) };
+    assert_eq!((rc, size), (0, crate::RAW_MODEL_OUTPUT));
+    assert_eq!(&whole[..10], &expected);
 }
 
 #[test]
@@ -156,7 +161,7 @@ fn a_registered_model_takes_only_its_input_size() {
     let mut out = [0u8; 3];
     assert_eq!(get_output(&mut out), (0, 3));
     let mut expected = [0u8; 3];
-    stub_output(0, h, &[1u8; 12], &mut expected);
+    super::expected_output(h, &[1u8; 12], &mut expected);
     assert_eq!(out, expected);
     // A raw image replaces it, in the registry's view too.
     assert_eq!(load_blob(), 0);

@@ -204,6 +204,9 @@ fn quantize_and_dequantize_round_trip() {
 
 #[test]
 fn mfcc_frames_float_and_pcm_audio() {
+    // The working memory comes from the scratch pool: the arena must exist.
+    let _t = super::host::fresh();
+    assert_eq!(crate::api::syn_init(), 0);
     let cfg = syn_mfcc_config_t {
         sample_rate_hz: 16_000,
         frame_len: 256,
@@ -267,6 +270,31 @@ fn mfcc_frames_float_and_pcm_audio() {
             Some(&cfg)
         ),
         err(Errno::NoMem)
+    );
+    // Frames whose working memory (4 x (1.5 x frame_len + 1 + num_mel +
+    // num_coeffs) bytes) the pool cannot
+    // give fail with -ENOMEM instead of taking it from the stack.
+    let big = syn_mfcc_config_t {
+        frame_len: 1024,
+        ..cfg
+    };
+    let mut long: std::vec::Vec<u8> = std::vec![0; 2048];
+    let input = tensor(&mut long, DType::Int16, &[1024]);
+    let mut dst = [0u8; 40];
+    let mut out = tensor(&mut dst, DType::UInt8, &[40]);
+    let expected = if (1024 + 513 + 20 + 10) * 4 > crate::SCRATCH_SIZE {
+        err(Errno::NoMem)
+    } else {
+        0
+    };
+    assert_eq!(
+        run(
+            builtin!(syn_preprocess_audio_mfcc),
+            &input,
+            &mut out,
+            Some(&big)
+        ),
+        expected
     );
 }
 
