@@ -59,7 +59,82 @@ fn tap(origin: isize, step: usize, k: usize, size: usize) -> Option<usize> {
     (p >= 0 && (p as usize) < size).then_some(p as usize)
 }
 
+/// Output channels whose bias, multiplier and filter sum a convolution
+/// decodes at once (on the stack, 1 KB).
+const BLOCK: usize = 64;
+
+/// `Σ x * w` over two int8 rows. Every product fits an i32 and the sum
+/// wraps, so any order gives the reference's value.
+#[inline(always)]
+fn dot(x: &[u8], w: &[u8]) -> i32 {
+    x.iter().zip(w).fold(0i32, |acc, (&a, &b)| {
+        acc.wrapping_add(i32::from(a as i8) * i32::from(b as i8))
+    })
+}
+
+/// `Σ w` over an int8 row.
+#[inline(always)]
+fn sum(w: &[u8]) -> i32 {
+    w.iter()
+        .fold(0i32, |acc, &b| acc.wrapping_add(i32::from(b as i8)))
+}
+
+/// The taps `k` of a window axis that fall inside the image, as a range
+/// (taps inside form one interval).
+#[inline]
+fn taps(origin: isize, step: usize, count: usize, size: usize) -> core::ops::Range<usize> {
+    let mut first = 0;
+    while first < count && tap(origin, step, first, size).is_none() {
+        first += 1;
+    }
+    let mut end = first;
+    while end < count && tap(origin, step, end, size).is_some() {
+        end += 1;
+    }
+    first..end
+}
+
+/// Bias, multiplier and (for convolutions) whole-filter sum of the output
+/// channels `first..first + n`.
+struct Block {
+    bias: [i32; BLOCK],
+    multiplier: [(i32, i32); BLOCK],
+    filter_sum: [i32; BLOCK],
+}
+
+impl Block {
+    fn new() -> Self {
+        Self {
+            bias: [0; BLOCK],
+            multiplier: [(0, 0); BLOCK],
+            filter_sum: [0; BLOCK],
+        }
+    }
+
+    fn load(
+        &mut self,
+        first: usize,
+        n: usize,
+        bias: Option<&[u8]>,
+        q: &Requantize<'_>,
+    ) -> Result<(), Error> {
+        for j in 0..n {
+            self.bias[j] = match bias {
+                Some(bias) => word(bias, first + j)?,
+                None => 0,
+            };
+            self.multiplier[j] = channel(q.channels, first + j)?;
+        }
+        Ok(())
+    }
+}
+
 /// `reference_integer_ops::ConvPerChannel`.
+///
+/// The reference accumulates `Σ w * (x + input_offset)` over the taps
+/// inside the image; this computes `Σ w * x + input_offset * Σ w`, equal
+/// modulo 2^32 (where both wrap), with `Σ w` of the whole filter computed
+/// once per output channel for windows that lie wholly inside the image.
 pub(crate) fn conv(
     g: &Geometry,
     input: &[u8],
@@ -68,45 +143,91 @@ pub(crate) fn conv(
     q: &Requantize<'_>,
     output: &mut [u8],
 ) -> Result<(), Error> {
-    let mut out = 0;
-    for b in 0..g.batches {
-        for oy in 0..g.out_h {
-            let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
-            for ox in 0..g.out_w {
-                let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
-                for oc in 0..g.out_c {
-                    let mut acc: i32 = 0;
-                    for fy in 0..g.filter_h {
-                        let Some(iy) = tap(origin_y, g.dilation_h, fy, g.in_h) else {
-                            continue;
-                        };
-                        for fx in 0..g.filter_w {
-                            let Some(ix) = tap(origin_x, g.dilation_w, fx, g.in_w) else {
-                                continue;
-                            };
-                            let in_base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
-                            let f_base = ((oc * g.filter_h + fy) * g.filter_w + fx) * g.in_c;
-                            let pixel = input.get(in_base..in_base + g.in_c).ok_or(SHAPE)?;
-                            let weights = filter.get(f_base..f_base + g.in_c).ok_or(SHAPE)?;
-                            for (&x, &w) in pixel.iter().zip(weights) {
-                                let x = i32::from(x as i8) + q.input_offset;
-                                acc = acc.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+    let per_channel = g.filter_h * g.filter_w * g.in_c;
+    let row = g.filter_w * g.in_c;
+    let mut block = Block::new();
+    let mut first = 0;
+    while first < g.out_c {
+        let n = BLOCK.min(g.out_c - first);
+        block.load(first, n, bias, q)?;
+        for j in 0..n {
+            let oc = first + j;
+            let f = filter
+                .get(oc * per_channel..(oc + 1) * per_channel)
+                .ok_or(SHAPE)?;
+            block.filter_sum[j] = sum(f);
+        }
+        for b in 0..g.batches {
+            for oy in 0..g.out_h {
+                let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+                let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
+                for ox in 0..g.out_w {
+                    let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+                    let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+                    let whole = ys.len() == g.filter_h && xs.len() == g.filter_w;
+                    let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
+                    let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                    if g.filter_h == 1 && g.filter_w == 1 && whole {
+                        // Pointwise: one input pixel for every channel.
+                        let iy = tap(origin_y, 0, 0, g.in_h).ok_or(SHAPE)?;
+                        let ix = tap(origin_x, 0, 0, g.in_w).ok_or(SHAPE)?;
+                        let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                        let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
+                        let filters = filter
+                            .get(first * per_channel..(first + n) * per_channel)
+                            .ok_or(SHAPE)?;
+                        for (j, (o, weights)) in
+                            out.iter_mut().zip(filters.chunks_exact(g.in_c)).enumerate()
+                        {
+                            let acc = dot(pixel, weights)
+                                .wrapping_add(block.filter_sum[j].wrapping_mul(q.input_offset))
+                                .wrapping_add(block.bias[j]);
+                            *o = q.finish(acc, block.multiplier[j]);
+                        }
+                        continue;
+                    }
+                    for (j, o) in out.iter_mut().enumerate() {
+                        let oc = first + j;
+                        let f = filter
+                            .get(oc * per_channel..(oc + 1) * per_channel)
+                            .ok_or(SHAPE)?;
+                        let mut acc: i32 = 0;
+                        let mut filter_sum: i32 = 0;
+                        for fy in ys.clone() {
+                            let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                            for fx in xs.clone() {
+                                let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
+                                let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                                let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
+                                let fb = fy * row + fx * g.in_c;
+                                let weights = f.get(fb..fb + g.in_c).ok_or(SHAPE)?;
+                                acc = acc.wrapping_add(dot(pixel, weights));
+                                if !whole {
+                                    filter_sum = filter_sum.wrapping_add(sum(weights));
+                                }
                             }
                         }
+                        if whole {
+                            filter_sum = block.filter_sum[j];
+                        }
+                        let acc = acc
+                            .wrapping_add(filter_sum.wrapping_mul(q.input_offset))
+                            .wrapping_add(block.bias[j]);
+                        *o = q.finish(acc, block.multiplier[j]);
                     }
-                    if let Some(bias) = bias {
-                        acc = acc.wrapping_add(word(bias, oc)?);
-                    }
-                    *output.get_mut(out).ok_or(SHAPE)? = q.finish(acc, channel(q.channels, oc)?);
-                    out += 1;
                 }
             }
         }
+        first += n;
     }
     Ok(())
 }
 
 /// `reference_integer_ops::DepthwiseConvPerChannel`.
+///
+/// Channels are processed in blocks, tap by tap, so that the inner loop
+/// runs over contiguous channels of one input pixel and one filter row; each
+/// channel's accumulator sees the same terms as the reference's.
 pub(crate) fn depthwise_conv(
     g: &Geometry,
     input: &[u8],
@@ -115,38 +236,62 @@ pub(crate) fn depthwise_conv(
     q: &Requantize<'_>,
     output: &mut [u8],
 ) -> Result<(), Error> {
-    for b in 0..g.batches {
-        for oy in 0..g.out_h {
-            let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
-            for ox in 0..g.out_w {
-                let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
-                for ic in 0..g.in_c {
-                    for m in 0..g.depth_multiplier {
-                        let oc = ic * g.depth_multiplier + m;
-                        let mut acc: i32 = 0;
-                        for fy in 0..g.filter_h {
-                            let Some(iy) = tap(origin_y, g.dilation_h, fy, g.in_h) else {
-                                continue;
-                            };
-                            for fx in 0..g.filter_w {
-                                let Some(ix) = tap(origin_x, g.dilation_w, fx, g.in_w) else {
-                                    continue;
-                                };
-                                let x =
-                                    byte(input, ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + ic)?;
-                                let w = byte(filter, (fy * g.filter_w + fx) * g.out_c + oc)?;
-                                acc = acc.wrapping_add(w.wrapping_mul(x + q.input_offset));
+    let dm = g.depth_multiplier;
+    if dm == 0 {
+        return Err(SHAPE);
+    }
+    let mut block = Block::new();
+    let mut acc = [0i32; BLOCK];
+    let mut first = 0;
+    while first < g.out_c {
+        let n = BLOCK.min(g.out_c - first);
+        block.load(first, n, bias, q)?;
+        for b in 0..g.batches {
+            for oy in 0..g.out_h {
+                let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+                let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
+                for ox in 0..g.out_w {
+                    let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+                    let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+                    let acc = &mut acc[..n];
+                    acc.copy_from_slice(&block.bias[..n]);
+                    for fy in ys.clone() {
+                        let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                        for fx in xs.clone() {
+                            let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
+                            let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                            let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
+                            let fb = (fy * g.filter_w + fx) * g.out_c + first;
+                            let weights = filter.get(fb..fb + n).ok_or(SHAPE)?;
+                            if dm == 1 {
+                                let x = pixel.get(first..first + n).ok_or(SHAPE)?;
+                                for ((a, &x), &w) in acc.iter_mut().zip(x).zip(weights) {
+                                    let x = i32::from(x as i8) + q.input_offset;
+                                    *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+                                }
+                            } else {
+                                let (mut ic, mut m) = (first / dm, first % dm);
+                                for (a, &w) in acc.iter_mut().zip(weights) {
+                                    let x = byte(pixel, ic)? + q.input_offset;
+                                    *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+                                    m += 1;
+                                    if m == dm {
+                                        m = 0;
+                                        ic += 1;
+                                    }
+                                }
                             }
                         }
-                        if let Some(bias) = bias {
-                            acc = acc.wrapping_add(word(bias, oc)?);
-                        }
-                        let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + oc;
-                        *output.get_mut(at).ok_or(SHAPE)? = q.finish(acc, channel(q.channels, oc)?);
+                    }
+                    let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
+                    let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                    for ((o, &a), &m) in out.iter_mut().zip(acc.iter()).zip(&block.multiplier) {
+                        *o = q.finish(a, m);
                     }
                 }
             }
         }
+        first += n;
     }
     Ok(())
 }
