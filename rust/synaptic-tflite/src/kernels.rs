@@ -72,6 +72,21 @@ fn dot(x: &[u8], w: &[u8]) -> i32 {
     })
 }
 
+/// [`dot`] of one input row with four filter rows at once: each input
+/// value is loaded once for four accumulators.
+#[inline(always)]
+fn dot4(x: &[u8], w: [&[u8]; 4]) -> [i32; 4] {
+    let mut acc = [0i32; 4];
+    for ((((&x, &w0), &w1), &w2), &w3) in x.iter().zip(w[0]).zip(w[1]).zip(w[2]).zip(w[3]) {
+        let x = i32::from(x as i8);
+        acc[0] = acc[0].wrapping_add(x * i32::from(w0 as i8));
+        acc[1] = acc[1].wrapping_add(x * i32::from(w1 as i8));
+        acc[2] = acc[2].wrapping_add(x * i32::from(w2 as i8));
+        acc[3] = acc[3].wrapping_add(x * i32::from(w3 as i8));
+    }
+    acc
+}
+
 /// `Σ w` over an int8 row.
 #[inline(always)]
 fn sum(w: &[u8]) -> i32 {
@@ -176,13 +191,32 @@ pub(crate) fn conv(
                         let filters = filter
                             .get(first * per_channel..(first + n) * per_channel)
                             .ok_or(SHAPE)?;
-                        for (j, (o, weights)) in
-                            out.iter_mut().zip(filters.chunks_exact(g.in_c)).enumerate()
-                        {
-                            let acc = dot(pixel, weights)
+                        let finish = |j: usize, dot: i32| {
+                            let acc = dot
                                 .wrapping_add(block.filter_sum[j].wrapping_mul(q.input_offset))
                                 .wrapping_add(block.bias[j]);
-                            *o = q.finish(acc, block.multiplier[j]);
+                            q.finish(acc, block.multiplier[j])
+                        };
+                        let quads = n / 4;
+                        let (out4, out1) = out.split_at_mut(quads * 4);
+                        let (f4, f1) = filters.split_at(quads * 4 * g.in_c);
+                        for (k, (o, f)) in out4
+                            .chunks_exact_mut(4)
+                            .zip(f4.chunks_exact(4 * g.in_c))
+                            .enumerate()
+                        {
+                            let (w0, rest) = f.split_at(g.in_c);
+                            let (w1, rest) = rest.split_at(g.in_c);
+                            let (w2, w3) = rest.split_at(g.in_c);
+                            let d = dot4(pixel, [w0, w1, w2, w3]);
+                            for (i, (o, d)) in o.iter_mut().zip(d).enumerate() {
+                                *o = finish(4 * k + i, d);
+                            }
+                        }
+                        for (i, (o, weights)) in
+                            out1.iter_mut().zip(f1.chunks_exact(g.in_c)).enumerate()
+                        {
+                            *o = finish(quads * 4 + i, dot(pixel, weights));
                         }
                         continue;
                     }
@@ -242,9 +276,11 @@ pub(crate) fn depthwise_conv(
     }
     let mut block = Block::new();
     let mut acc = [0i32; BLOCK];
+    // Blocks of whole channel groups where a group fits.
+    let step = if dm <= BLOCK { BLOCK / dm * dm } else { BLOCK };
     let mut first = 0;
     while first < g.out_c {
-        let n = BLOCK.min(g.out_c - first);
+        let n = step.min(g.out_c - first);
         block.load(first, n, bias, q)?;
         for b in 0..g.batches {
             for oy in 0..g.out_h {
@@ -268,6 +304,19 @@ pub(crate) fn depthwise_conv(
                                 for ((a, &x), &w) in acc.iter_mut().zip(x).zip(weights) {
                                     let x = i32::from(x as i8) + q.input_offset;
                                     *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+                                }
+                            } else if first % dm == 0 && n % dm == 0 {
+                                // One input value per group of `dm` channels.
+                                let x = pixel.get(first / dm..(first + n) / dm).ok_or(SHAPE)?;
+                                for ((group, w), &x) in acc
+                                    .chunks_exact_mut(dm)
+                                    .zip(weights.chunks_exact(dm))
+                                    .zip(x)
+                                {
+                                    let x = i32::from(x as i8) + q.input_offset;
+                                    for (a, &w) in group.iter_mut().zip(w) {
+                                        *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+                                    }
                                 }
                             } else {
                                 let (mut ic, mut m) = (first / dm, first % dm);
