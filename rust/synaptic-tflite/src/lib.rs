@@ -318,32 +318,48 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// The requantisation multiplier of output channel `c`, computed from
     /// the same products as TFLite's `Prepare`.
     fn multiplier(p: &Prepared<'_>, c: usize) -> Result<(i32, i32), Error> {
-        let real = match p.kind {
+        // The reference computes `f64(a) * f64(b) / f64(c)` (or, for a
+        // per-tensor fully-connected layer, `f64(a * b) / f64(c)` with the
+        // product in f32); `quant::quantize_ratio` repeats that in integers.
+        let (input, s, output, f32_product) = match p.kind {
             Kind::Conv {
                 filter_scales,
                 input,
                 output,
                 ..
-            } => {
-                let s = filter_scales.f32(if filter_scales.len() == 1 { 0 } else { c })?;
-                f64::from(input.scale) * f64::from(s) / f64::from(output.scale)
-            }
+            } => (
+                input.scale,
+                filter_scales.f32(if filter_scales.len() == 1 { 0 } else { c })?,
+                output.scale,
+                false,
+            ),
             Kind::FullyConnected {
                 filter_scales,
                 input,
                 output,
                 ..
-            } => {
-                let s = filter_scales.f32(c)?;
-                if filter_scales.len() == 1 {
-                    f64::from(input.scale * s) / f64::from(output.scale)
-                } else {
-                    f64::from(input.scale) * f64::from(s) / f64::from(output.scale)
-                }
-            }
+            } => (
+                input.scale,
+                filter_scales.f32(c)?,
+                output.scale,
+                filter_scales.len() == 1,
+            ),
             _ => return Err(Error::Internal("multiplier of an operator without one")),
         };
-        let (multiplier, shift) = quant::quantize_multiplier(real);
+        let split = |x: f32| quant::split(x).ok_or(Error::Unsupported("scale not positive finite"));
+        let (mo, eo) = split(output)?;
+        let (num, exp) = if f32_product {
+            match quant::split(input * s) {
+                Some(p) => p,
+                // Underflow to 0 or overflow to infinity: the reference's
+                // QuantizeMultiplier gives (0, 0) for both.
+                None => (0, 0),
+            }
+        } else {
+            let ((mi, ei), (ms, es)) = (split(input)?, split(s)?);
+            (mi * ms, ei + es)
+        };
+        let (multiplier, shift) = quant::quantize_ratio(num, exp - eo, mo);
         if shift > 30 {
             return Err(Error::Unsupported(
                 "requantisation multiplier of 2^30 or more",
