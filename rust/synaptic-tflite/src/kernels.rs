@@ -6,7 +6,9 @@
 //! `(multiplier, shift)` pairs of little-endian int32 in `channels`. The
 //! slices were sized from the validated shapes, and every access goes
 //! through `get`, so a kernel can fail but not index out of bounds.
-//! Accumulation wraps on overflow, where C++ would have undefined behaviour.
+//! Accumulation wraps on overflow, where C++ would have undefined behaviour;
+//! sums are regrouped where that is exact modulo 2^32 (each function says
+//! how), so the bytes are the reference's.
 
 use crate::model::Geometry;
 use crate::quant::{clamp, expf, multiply_by_quantized_multiplier};

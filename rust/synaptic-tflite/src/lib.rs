@@ -34,7 +34,9 @@
 //! multipliers from `QuantizeMultiplier` on the same double-precision
 //! products (`input_scale * filter_scale / output_scale` per channel for
 //! convolutions; the float product for per-tensor fully-connected layers, as
-//! `GetQuantizedConvolutionMultipler` does), `MultiplyByQuantizedMultiplier`
+//! `GetQuantizedConvolutionMultipler` does), evaluated exactly in integer
+//! arithmetic (the double division's rounding included, so no software
+//! double division is linked), `MultiplyByQuantizedMultiplier`
 //! with gemmlowp's rounding, the same accumulation order, the same padding and
 //! rounding of averages, and for SOFTMAX the float computation LiteRT
 //! performs for int8 (its table of `expf`, normalised in float, rounded). The
@@ -349,12 +351,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         let split = |x: f32| quant::split(x).ok_or(Error::Unsupported("scale not positive finite"));
         let (mo, eo) = split(output)?;
         let (num, exp) = if f32_product {
-            match quant::split(input * s) {
-                Some(p) => p,
-                // Underflow to 0 or overflow to infinity: the reference's
-                // QuantizeMultiplier gives (0, 0) for both.
-                None => (0, 0),
-            }
+            // Underflow to 0 or overflow to infinity: the reference's
+            // QuantizeMultiplier gives (0, 0) for both, as (0, 0) does here.
+            quant::split(input * s).unwrap_or_default()
         } else {
             let ((mi, ei), (ms, es)) = (split(input)?, split(s)?);
             (mi * ms, ei + es)
