@@ -278,11 +278,15 @@ pub(crate) fn depthwise_conv(
     }
     let mut block = Block::new();
     let mut acc = [0i32; BLOCK];
-    // Blocks of whole channel groups where a group fits.
-    let step = if dm <= BLOCK { BLOCK / dm * dm } else { BLOCK };
     let mut first = 0;
     while first < g.out_c {
-        let n = step.min(g.out_c - first);
+        // Whole groups of `dm` channels (one input channel each) where a
+        // group fits a block, else part of one group.
+        let n = if dm <= BLOCK {
+            (BLOCK / dm * dm).min(g.out_c - first)
+        } else {
+            BLOCK.min(dm - first % dm).min(g.out_c - first)
+        };
         block.load(first, n, bias, q)?;
         for b in 0..g.batches {
             for oy in 0..g.out_h {
@@ -307,28 +311,20 @@ pub(crate) fn depthwise_conv(
                                     let x = i32::from(x as i8) + q.input_offset;
                                     *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
                                 }
-                            } else if first % dm == 0 && n % dm == 0 {
-                                // One input value per group of `dm` channels.
-                                let x = pixel.get(first / dm..(first + n) / dm).ok_or(SHAPE)?;
-                                for ((group, w), &x) in acc
-                                    .chunks_exact_mut(dm)
-                                    .zip(weights.chunks_exact(dm))
+                            } else {
+                                // One input value per group of `group`
+                                // channels (blocks never straddle a group).
+                                let group = dm.min(n);
+                                let x0 = first / dm;
+                                let x = pixel.get(x0..x0 + n / group).ok_or(SHAPE)?;
+                                for ((accs, w), &x) in acc
+                                    .chunks_exact_mut(group)
+                                    .zip(weights.chunks_exact(group))
                                     .zip(x)
                                 {
                                     let x = i32::from(x as i8) + q.input_offset;
-                                    for (a, &w) in group.iter_mut().zip(w) {
+                                    for (a, &w) in accs.iter_mut().zip(w) {
                                         *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
-                                    }
-                                }
-                            } else {
-                                let (mut ic, mut m) = (first / dm, first % dm);
-                                for (a, &w) in acc.iter_mut().zip(weights) {
-                                    let x = byte(pixel, ic)? + q.input_offset;
-                                    *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
-                                    m += 1;
-                                    if m == dm {
-                                        m = 0;
-                                        ic += 1;
                                     }
                                 }
                             }
