@@ -43,7 +43,7 @@ pub(crate) struct Requantize<'a> {
 }
 
 impl Requantize<'_> {
-    #[inline]
+    #[inline(always)]
     fn finish(&self, acc: i32, multiplier: (i32, i32)) -> u8 {
         let scaled = multiply_by_quantized_multiplier(acc, multiplier.0, multiplier.1);
         clamp(
@@ -74,7 +74,9 @@ fn dot(x: &[u8], w: &[u8]) -> i32 {
     })
 }
 
-/// [`dot`] of one input row with four filter rows at once: each input
+/// `Σ x * w` of one int8 input row with four filter rows at once (every
+/// product fits an i32 and the sums wrap, so any order gives the
+/// reference's value): each input
 /// value is loaded once for four accumulators.
 #[inline(always)]
 fn dot4(x: &[u8], w: [&[u8]; 4]) -> [i32; 4] {
@@ -126,6 +128,15 @@ impl Block {
             multiplier: [(0, 0); BLOCK],
             filter_sum: [0; BLOCK],
         }
+    }
+
+    /// Output byte of block channel `j` from `Σ w * x` of a whole window.
+    #[inline(always)]
+    fn finish(&self, q: &Requantize<'_>, j: usize, dot: i32) -> u8 {
+        let acc = dot
+            .wrapping_add(self.filter_sum[j].wrapping_mul(q.input_offset))
+            .wrapping_add(self.bias[j]);
+        q.finish(acc, self.multiplier[j])
     }
 
     fn load(
@@ -184,8 +195,10 @@ pub(crate) fn conv(
                     let whole = ys.len() == g.filter_h && xs.len() == g.filter_w;
                     let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
                     let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                    // Pointwise windows inside the image: one input pixel
+                    // for four channels at a time; the rest below.
+                    let mut done = 0;
                     if g.filter_h == 1 && g.filter_w == 1 && whole {
-                        // Pointwise: one input pixel for every channel.
                         let iy = tap(origin_y, 0, 0, g.in_h).ok_or(SHAPE)?;
                         let ix = tap(origin_x, 0, 0, g.in_w).ok_or(SHAPE)?;
                         let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
@@ -193,36 +206,21 @@ pub(crate) fn conv(
                         let filters = filter
                             .get(first * per_channel..(first + n) * per_channel)
                             .ok_or(SHAPE)?;
-                        let finish = |j: usize, dot: i32| {
-                            let acc = dot
-                                .wrapping_add(block.filter_sum[j].wrapping_mul(q.input_offset))
-                                .wrapping_add(block.bias[j]);
-                            q.finish(acc, block.multiplier[j])
-                        };
-                        let quads = n / 4;
-                        let (out4, out1) = out.split_at_mut(quads * 4);
-                        let (f4, f1) = filters.split_at(quads * 4 * g.in_c);
-                        for (k, (o, f)) in out4
+                        let c = g.in_c;
+                        for (k, (o, f)) in out
                             .chunks_exact_mut(4)
-                            .zip(f4.chunks_exact(4 * g.in_c))
+                            .zip(filters.chunks_exact(4 * c))
                             .enumerate()
                         {
-                            let (w0, rest) = f.split_at(g.in_c);
-                            let (w1, rest) = rest.split_at(g.in_c);
-                            let (w2, w3) = rest.split_at(g.in_c);
-                            let d = dot4(pixel, [w0, w1, w2, w3]);
+                            let w = [&f[..c], &f[c..2 * c], &f[2 * c..3 * c], &f[3 * c..]];
+                            let d = dot4(pixel, w);
                             for (i, (o, d)) in o.iter_mut().zip(d).enumerate() {
-                                *o = finish(4 * k + i, d);
+                                *o = block.finish(q, 4 * k + i, d);
                             }
                         }
-                        for (i, (o, weights)) in
-                            out1.iter_mut().zip(f1.chunks_exact(g.in_c)).enumerate()
-                        {
-                            *o = finish(quads * 4 + i, dot(pixel, weights));
-                        }
-                        continue;
+                        done = n / 4 * 4;
                     }
-                    for (j, o) in out.iter_mut().enumerate() {
+                    for (j, o) in out.iter_mut().enumerate().skip(done) {
                         let oc = first + j;
                         let f = filter
                             .get(oc * per_channel..(oc + 1) * per_channel)
@@ -317,12 +315,11 @@ pub(crate) fn depthwise_conv(
                                 let group = dm.min(n);
                                 let x0 = first / dm;
                                 let x = pixel.get(x0..x0 + n / group).ok_or(SHAPE)?;
-                                for ((accs, w), &x) in acc
-                                    .chunks_exact_mut(group)
-                                    .zip(weights.chunks_exact(group))
-                                    .zip(x)
-                                {
+                                for (i, &x) in x.iter().enumerate() {
                                     let x = i32::from(x as i8) + q.input_offset;
+                                    let lo = i * group;
+                                    let accs = acc.get_mut(lo..lo + group).ok_or(SHAPE)?;
+                                    let w = weights.get(lo..lo + group).ok_or(SHAPE)?;
                                     for (a, &w) in accs.iter_mut().zip(w) {
                                         *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
                                     }
