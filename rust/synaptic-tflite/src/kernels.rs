@@ -78,7 +78,9 @@ fn dot(x: &[u8], w: &[u8]) -> i32 {
 /// product fits an i32 and the sums wrap, so any order gives the
 /// reference's value): each input
 /// value is loaded once for four accumulators.
-#[inline(always)]
+// Not inlined: on Cortex-M its four accumulators and five pointers then
+// stay in registers (inlined into a large caller they spill every step).
+#[inline(never)]
 fn dot4(x: &[u8], w: [&[u8]; 4]) -> [i32; 4] {
     let mut acc = [0i32; 4];
     for ((((&x, &w0), &w1), &w2), &w3) in x.iter().zip(w[0]).zip(w[1]).zip(w[2]).zip(w[3]) {
