@@ -470,3 +470,160 @@ pub(crate) fn softmax(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    /// The reference kernels' loops as they read (and as this crate ran
+    /// them before the regrouping): `Σ w * (x + input_offset)` over the
+    /// taps inside the image, then bias, then requantisation.
+    fn reference(
+        g: &Geometry,
+        depthwise: bool,
+        x: &[u8],
+        f: &[u8],
+        bias: &[u8],
+        q: &Requantize<'_>,
+    ) -> Vec<u8> {
+        let mut out = std::vec![0u8; g.batches * g.out_h * g.out_w * g.out_c];
+        for b in 0..g.batches {
+            for oy in 0..g.out_h {
+                for ox in 0..g.out_w {
+                    for oc in 0..g.out_c {
+                        let mut acc = 0i32;
+                        for fy in 0..g.filter_h {
+                            let Some(iy) = tap(
+                                (oy * g.stride_h) as isize - g.pad_h as isize,
+                                g.dilation_h,
+                                fy,
+                                g.in_h,
+                            ) else {
+                                continue;
+                            };
+                            for fx in 0..g.filter_w {
+                                let Some(ix) = tap(
+                                    (ox * g.stride_w) as isize - g.pad_w as isize,
+                                    g.dilation_w,
+                                    fx,
+                                    g.in_w,
+                                ) else {
+                                    continue;
+                                };
+                                let pixel = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                                let mac = |xi: usize, wi: usize| {
+                                    i32::from(f[wi] as i8)
+                                        .wrapping_mul(i32::from(x[xi] as i8) + q.input_offset)
+                                };
+                                if depthwise {
+                                    let ic = oc / g.depth_multiplier;
+                                    acc = acc.wrapping_add(mac(
+                                        pixel + ic,
+                                        (fy * g.filter_w + fx) * g.out_c + oc,
+                                    ));
+                                } else {
+                                    for ic in 0..g.in_c {
+                                        let wi = ((oc * g.filter_h + fy) * g.filter_w + fx)
+                                            * g.in_c
+                                            + ic;
+                                        acc = acc.wrapping_add(mac(pixel + ic, wi));
+                                    }
+                                }
+                            }
+                        }
+                        acc = acc.wrapping_add(word(bias, oc).unwrap());
+                        let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + oc;
+                        out[at] = q.finish(acc, channel(q.channels, oc).unwrap());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Random geometries (padding, strides, dilations, odd channel counts,
+    /// depth multipliers above the block size): the kernels equal the
+    /// reference loops byte for byte.
+    #[test]
+    fn kernels_equal_the_reference_loops() {
+        let mut s = 0x2545_f491u32;
+        let mut next = move |n: u32| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % n) as usize
+        };
+        for case in 0..400 {
+            let depthwise = case % 2 == 1;
+            let dm = if depthwise {
+                [1, 1, 3, 8, 70][next(5)]
+            } else {
+                1
+            };
+            let in_c = if depthwise && dm > 1 {
+                1 + next(3)
+            } else {
+                1 + next(70)
+            };
+            let mut g = Geometry {
+                batches: 1 + next(2),
+                in_h: 1 + next(7),
+                in_w: 1 + next(7),
+                in_c,
+                out_c: if depthwise { in_c * dm } else { 1 + next(70) },
+                filter_h: 1 + next(3),
+                filter_w: 1 + next(3),
+                stride_h: 1 + next(2),
+                stride_w: 1 + next(2),
+                dilation_h: 1 + next(2),
+                dilation_w: 1 + next(2),
+                pad_h: next(2),
+                pad_w: next(2),
+                depth_multiplier: dm,
+                ..Geometry::default()
+            };
+            g.out_h = 1 + next(g.in_h as u32 + 1);
+            g.out_w = 1 + next(g.in_w as u32 + 1);
+            let bytes = |n: usize, next: &mut dyn FnMut(u32) -> usize| -> Vec<u8> {
+                (0..n).map(|_| next(256) as u8).collect()
+            };
+            let x = bytes(g.batches * g.in_h * g.in_w * g.in_c, &mut next);
+            let f_len = if depthwise {
+                g.filter_h * g.filter_w * g.out_c
+            } else {
+                g.out_c * g.filter_h * g.filter_w * g.in_c
+            };
+            let f = bytes(f_len, &mut next);
+            let bias: Vec<u8> = (0..g.out_c)
+                .flat_map(|_| ((next(20_001) as i32) - 10_000).to_le_bytes())
+                .collect();
+            let channels: Vec<u8> = (0..g.out_c)
+                .flat_map(|_| {
+                    let (m, sh) = crate::quant::quantize_ratio(
+                        1 + next(1 << 20) as u64,
+                        -24 - next(8) as i32,
+                        3,
+                    );
+                    [m.to_le_bytes(), sh.to_le_bytes()].concat()
+                })
+                .collect();
+            let q = Requantize {
+                input_offset: next(256) as i32 - 128,
+                output_offset: next(256) as i32 - 128,
+                act_min: -128,
+                act_max: 127,
+                channels: &channels,
+            };
+            let want = reference(&g, depthwise, &x, &f, &bias, &q);
+            let mut got = std::vec![0u8; want.len()];
+            if depthwise {
+                depthwise_conv(&g, &x, &f, Some(&bias), &q, &mut got).unwrap();
+            } else {
+                conv(&g, &x, &f, Some(&bias), &q, &mut got).unwrap();
+            }
+            assert_eq!(got, want, "case {case}: {g:?}");
+        }
+    }
+}
