@@ -8,6 +8,10 @@
 #   <out>/console.txt   what CPU0 printed
 #   <out>/bench.md      the table (also printed)
 #   <out>/status_rtt.png, <out>/sweep.png, <out>/throughput.png
+#   <out>/tflite.md     the interpreter's rows (scripts/tflite-bench.sh):
+#                       host callgrind instructions per inference, ours vs
+#                       TFLite's reference kernels and the ratio; emulated
+#                       an521 cycles per inference and per MAC; arena
 #
 #   scripts/bench.sh [output directory]      (default: build/bench)
 set -euo pipefail
@@ -37,3 +41,8 @@ west build --sysbuild -p always -b mps2/an521/cpu0 -d "$build" "$root/tests/offl
     -- west build -d "$build/offload_bench" -t run >"$out/console.txt" 2>&1 ||
     { grep -E "^bench:" "$out/console.txt" || tail -n 40 "$out/console.txt"; echo "bench: run failed"; exit 1; }
 python3 "$root/scripts/bench_report.py" "$out/console.txt" "$out"
+
+# The int8 TFLite interpreter: host callgrind against TFLite's reference
+# kernels, emulated cycles on mps2/an521, arena (<out>/tflite.md).
+echo
+"$root/scripts/tflite-bench.sh" "$out"

@@ -25,7 +25,7 @@ say() { echo "setup: $*"; }
 # emulated targets, libclang for bindgen.
 apt_packages=(
     gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
-    cmake ninja-build device-tree-compiler qemu-system-arm
+    cmake ninja-build device-tree-compiler qemu-system-arm valgrind
     libclang-19-dev file xz-utils
 )
 missing=()

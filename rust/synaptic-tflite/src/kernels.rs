@@ -6,7 +6,9 @@
 //! `(multiplier, shift)` pairs of little-endian int32 in `channels`. The
 //! slices were sized from the validated shapes, and every access goes
 //! through `get`, so a kernel can fail but not index out of bounds.
-//! Accumulation wraps on overflow, where C++ would have undefined behaviour.
+//! Accumulation wraps on overflow, where C++ would have undefined behaviour;
+//! sums are regrouped where that is exact modulo 2^32 (each function says
+//! how), so the bytes are the reference's.
 
 use crate::model::Geometry;
 use crate::quant::{clamp, expf, multiply_by_quantized_multiplier};
@@ -41,7 +43,7 @@ pub(crate) struct Requantize<'a> {
 }
 
 impl Requantize<'_> {
-    #[inline]
+    #[inline(always)]
     fn finish(&self, acc: i32, multiplier: (i32, i32)) -> u8 {
         let scaled = multiply_by_quantized_multiplier(acc, multiplier.0, multiplier.1);
         clamp(
@@ -59,7 +61,110 @@ fn tap(origin: isize, step: usize, k: usize, size: usize) -> Option<usize> {
     (p >= 0 && (p as usize) < size).then_some(p as usize)
 }
 
+/// Output channels whose bias, multiplier and filter sum a convolution
+/// decodes at once (on the stack, 1 KB).
+const BLOCK: usize = 64;
+
+/// `Σ x * w` over two int8 rows. Every product fits an i32 and the sum
+/// wraps, so any order gives the reference's value.
+#[inline(always)]
+fn dot(x: &[u8], w: &[u8]) -> i32 {
+    x.iter().zip(w).fold(0i32, |acc, (&a, &b)| {
+        acc.wrapping_add(i32::from(a as i8) * i32::from(b as i8))
+    })
+}
+
+/// `Σ x * w` of one int8 input row with four filter rows at once (every
+/// product fits an i32 and the sums wrap, so any order gives the
+/// reference's value): each input
+/// value is loaded once for four accumulators.
+// Not inlined: on Cortex-M its four accumulators and five pointers then
+// stay in registers (inlined into a large caller they spill every step).
+#[inline(never)]
+fn dot4(x: &[u8], w: [&[u8]; 4]) -> [i32; 4] {
+    let mut acc = [0i32; 4];
+    for ((((&x, &w0), &w1), &w2), &w3) in x.iter().zip(w[0]).zip(w[1]).zip(w[2]).zip(w[3]) {
+        let x = i32::from(x as i8);
+        acc[0] = acc[0].wrapping_add(x * i32::from(w0 as i8));
+        acc[1] = acc[1].wrapping_add(x * i32::from(w1 as i8));
+        acc[2] = acc[2].wrapping_add(x * i32::from(w2 as i8));
+        acc[3] = acc[3].wrapping_add(x * i32::from(w3 as i8));
+    }
+    acc
+}
+
+/// `Σ w` over an int8 row.
+#[inline(always)]
+fn sum(w: &[u8]) -> i32 {
+    w.iter()
+        .fold(0i32, |acc, &b| acc.wrapping_add(i32::from(b as i8)))
+}
+
+/// The taps `k` of a window axis that fall inside the image, as a range
+/// (taps inside form one interval).
+#[inline]
+fn taps(origin: isize, step: usize, count: usize, size: usize) -> core::ops::Range<usize> {
+    let mut first = 0;
+    while first < count && tap(origin, step, first, size).is_none() {
+        first += 1;
+    }
+    let mut end = first;
+    while end < count && tap(origin, step, end, size).is_some() {
+        end += 1;
+    }
+    first..end
+}
+
+/// Bias, multiplier and (for convolutions) whole-filter sum of the output
+/// channels `first..first + n`.
+struct Block {
+    bias: [i32; BLOCK],
+    multiplier: [(i32, i32); BLOCK],
+    filter_sum: [i32; BLOCK],
+}
+
+impl Block {
+    fn new() -> Self {
+        Self {
+            bias: [0; BLOCK],
+            multiplier: [(0, 0); BLOCK],
+            filter_sum: [0; BLOCK],
+        }
+    }
+
+    /// Output byte of block channel `j` from `Σ w * x` of a whole window.
+    #[inline(always)]
+    fn finish(&self, q: &Requantize<'_>, j: usize, dot: i32) -> u8 {
+        let acc = dot
+            .wrapping_add(self.filter_sum[j].wrapping_mul(q.input_offset))
+            .wrapping_add(self.bias[j]);
+        q.finish(acc, self.multiplier[j])
+    }
+
+    fn load(
+        &mut self,
+        first: usize,
+        n: usize,
+        bias: Option<&[u8]>,
+        q: &Requantize<'_>,
+    ) -> Result<(), Error> {
+        for j in 0..n {
+            self.bias[j] = match bias {
+                Some(bias) => word(bias, first + j)?,
+                None => 0,
+            };
+            self.multiplier[j] = channel(q.channels, first + j)?;
+        }
+        Ok(())
+    }
+}
+
 /// `reference_integer_ops::ConvPerChannel`.
+///
+/// The reference accumulates `Σ w * (x + input_offset)` over the taps
+/// inside the image; this computes `Σ w * x + input_offset * Σ w`, equal
+/// modulo 2^32 (where both wrap), with `Σ w` of the whole filter computed
+/// once per output channel for windows that lie wholly inside the image.
 pub(crate) fn conv(
     g: &Geometry,
     input: &[u8],
@@ -68,45 +173,97 @@ pub(crate) fn conv(
     q: &Requantize<'_>,
     output: &mut [u8],
 ) -> Result<(), Error> {
-    let mut out = 0;
-    for b in 0..g.batches {
-        for oy in 0..g.out_h {
-            let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
-            for ox in 0..g.out_w {
-                let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
-                for oc in 0..g.out_c {
-                    let mut acc: i32 = 0;
-                    for fy in 0..g.filter_h {
-                        let Some(iy) = tap(origin_y, g.dilation_h, fy, g.in_h) else {
-                            continue;
-                        };
-                        for fx in 0..g.filter_w {
-                            let Some(ix) = tap(origin_x, g.dilation_w, fx, g.in_w) else {
-                                continue;
-                            };
-                            let in_base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
-                            let f_base = ((oc * g.filter_h + fy) * g.filter_w + fx) * g.in_c;
-                            let pixel = input.get(in_base..in_base + g.in_c).ok_or(SHAPE)?;
-                            let weights = filter.get(f_base..f_base + g.in_c).ok_or(SHAPE)?;
-                            for (&x, &w) in pixel.iter().zip(weights) {
-                                let x = i32::from(x as i8) + q.input_offset;
-                                acc = acc.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+    let per_channel = g.filter_h * g.filter_w * g.in_c;
+    let row = g.filter_w * g.in_c;
+    let mut block = Block::new();
+    let mut first = 0;
+    while first < g.out_c {
+        let n = BLOCK.min(g.out_c - first);
+        block.load(first, n, bias, q)?;
+        for j in 0..n {
+            let oc = first + j;
+            let f = filter
+                .get(oc * per_channel..(oc + 1) * per_channel)
+                .ok_or(SHAPE)?;
+            block.filter_sum[j] = sum(f);
+        }
+        for b in 0..g.batches {
+            for oy in 0..g.out_h {
+                let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+                let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
+                for ox in 0..g.out_w {
+                    let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+                    let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+                    let whole = ys.len() == g.filter_h && xs.len() == g.filter_w;
+                    let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
+                    let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                    // Pointwise windows inside the image: one input pixel
+                    // for four channels at a time; the rest below.
+                    let mut done = 0;
+                    if g.filter_h == 1 && g.filter_w == 1 && whole {
+                        let iy = tap(origin_y, 0, 0, g.in_h).ok_or(SHAPE)?;
+                        let ix = tap(origin_x, 0, 0, g.in_w).ok_or(SHAPE)?;
+                        let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                        let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
+                        let filters = filter
+                            .get(first * per_channel..(first + n) * per_channel)
+                            .ok_or(SHAPE)?;
+                        let c = g.in_c;
+                        for (k, (o, f)) in out
+                            .chunks_exact_mut(4)
+                            .zip(filters.chunks_exact(4 * c))
+                            .enumerate()
+                        {
+                            let w = [&f[..c], &f[c..2 * c], &f[2 * c..3 * c], &f[3 * c..]];
+                            let d = dot4(pixel, w);
+                            for (i, (o, d)) in o.iter_mut().zip(d).enumerate() {
+                                *o = block.finish(q, 4 * k + i, d);
                             }
                         }
+                        done = n / 4 * 4;
                     }
-                    if let Some(bias) = bias {
-                        acc = acc.wrapping_add(word(bias, oc)?);
+                    for (j, o) in out.iter_mut().enumerate().skip(done) {
+                        let oc = first + j;
+                        let f = filter
+                            .get(oc * per_channel..(oc + 1) * per_channel)
+                            .ok_or(SHAPE)?;
+                        let mut acc: i32 = 0;
+                        let mut filter_sum: i32 = 0;
+                        for fy in ys.clone() {
+                            let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                            for fx in xs.clone() {
+                                let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
+                                let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                                let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
+                                let fb = fy * row + fx * g.in_c;
+                                let weights = f.get(fb..fb + g.in_c).ok_or(SHAPE)?;
+                                acc = acc.wrapping_add(dot(pixel, weights));
+                                if !whole {
+                                    filter_sum = filter_sum.wrapping_add(sum(weights));
+                                }
+                            }
+                        }
+                        if whole {
+                            filter_sum = block.filter_sum[j];
+                        }
+                        let acc = acc
+                            .wrapping_add(filter_sum.wrapping_mul(q.input_offset))
+                            .wrapping_add(block.bias[j]);
+                        *o = q.finish(acc, block.multiplier[j]);
                     }
-                    *output.get_mut(out).ok_or(SHAPE)? = q.finish(acc, channel(q.channels, oc)?);
-                    out += 1;
                 }
             }
         }
+        first += n;
     }
     Ok(())
 }
 
 /// `reference_integer_ops::DepthwiseConvPerChannel`.
+///
+/// Channels are processed in blocks, tap by tap, so that the inner loop
+/// runs over contiguous channels of one input pixel and one filter row; each
+/// channel's accumulator sees the same terms as the reference's.
 pub(crate) fn depthwise_conv(
     g: &Geometry,
     input: &[u8],
@@ -115,38 +272,72 @@ pub(crate) fn depthwise_conv(
     q: &Requantize<'_>,
     output: &mut [u8],
 ) -> Result<(), Error> {
-    for b in 0..g.batches {
-        for oy in 0..g.out_h {
-            let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
-            for ox in 0..g.out_w {
-                let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
-                for ic in 0..g.in_c {
-                    for m in 0..g.depth_multiplier {
-                        let oc = ic * g.depth_multiplier + m;
-                        let mut acc: i32 = 0;
-                        for fy in 0..g.filter_h {
-                            let Some(iy) = tap(origin_y, g.dilation_h, fy, g.in_h) else {
-                                continue;
-                            };
-                            for fx in 0..g.filter_w {
-                                let Some(ix) = tap(origin_x, g.dilation_w, fx, g.in_w) else {
-                                    continue;
-                                };
-                                let x =
-                                    byte(input, ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + ic)?;
-                                let w = byte(filter, (fy * g.filter_w + fx) * g.out_c + oc)?;
-                                acc = acc.wrapping_add(w.wrapping_mul(x + q.input_offset));
+    let dm = g.depth_multiplier;
+    if dm == 0 {
+        return Err(SHAPE);
+    }
+    let mut block = Block::new();
+    let mut acc = [0i32; BLOCK];
+    let mut first = 0;
+    while first < g.out_c {
+        // Whole groups of `dm` channels (one input channel each) where a
+        // group fits a block, else part of one group.
+        let n = if dm <= BLOCK {
+            (BLOCK / dm * dm).min(g.out_c - first)
+        } else {
+            BLOCK.min(dm - first % dm).min(g.out_c - first)
+        };
+        block.load(first, n, bias, q)?;
+        for b in 0..g.batches {
+            for oy in 0..g.out_h {
+                let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+                let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
+                for ox in 0..g.out_w {
+                    let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+                    let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+                    let acc = &mut acc[..n];
+                    acc.copy_from_slice(&block.bias[..n]);
+                    for fy in ys.clone() {
+                        let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                        for fx in xs.clone() {
+                            let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
+                            let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                            let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
+                            let fb = (fy * g.filter_w + fx) * g.out_c + first;
+                            let weights = filter.get(fb..fb + n).ok_or(SHAPE)?;
+                            if dm == 1 {
+                                let x = pixel.get(first..first + n).ok_or(SHAPE)?;
+                                for ((a, &x), &w) in acc.iter_mut().zip(x).zip(weights) {
+                                    let x = i32::from(x as i8) + q.input_offset;
+                                    *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+                                }
+                            } else {
+                                // One input value per group of `group`
+                                // channels (blocks never straddle a group).
+                                let group = dm.min(n);
+                                let x0 = first / dm;
+                                let x = pixel.get(x0..x0 + n / group).ok_or(SHAPE)?;
+                                for (i, &x) in x.iter().enumerate() {
+                                    let x = i32::from(x as i8) + q.input_offset;
+                                    let lo = i * group;
+                                    let accs = acc.get_mut(lo..lo + group).ok_or(SHAPE)?;
+                                    let w = weights.get(lo..lo + group).ok_or(SHAPE)?;
+                                    for (a, &w) in accs.iter_mut().zip(w) {
+                                        *a = a.wrapping_add(i32::from(w as i8).wrapping_mul(x));
+                                    }
+                                }
                             }
                         }
-                        if let Some(bias) = bias {
-                            acc = acc.wrapping_add(word(bias, oc)?);
-                        }
-                        let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + oc;
-                        *output.get_mut(at).ok_or(SHAPE)? = q.finish(acc, channel(q.channels, oc)?);
+                    }
+                    let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
+                    let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                    for ((o, &a), &m) in out.iter_mut().zip(acc.iter()).zip(&block.multiplier) {
+                        *o = q.finish(a, m);
                     }
                 }
             }
         }
+        first += n;
     }
     Ok(())
 }
@@ -278,4 +469,161 @@ pub(crate) fn softmax(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    /// The reference kernels' loops as they read (and as this crate ran
+    /// them before the regrouping): `Σ w * (x + input_offset)` over the
+    /// taps inside the image, then bias, then requantisation.
+    fn reference(
+        g: &Geometry,
+        depthwise: bool,
+        x: &[u8],
+        f: &[u8],
+        bias: &[u8],
+        q: &Requantize<'_>,
+    ) -> Vec<u8> {
+        let mut out = std::vec![0u8; g.batches * g.out_h * g.out_w * g.out_c];
+        for b in 0..g.batches {
+            for oy in 0..g.out_h {
+                for ox in 0..g.out_w {
+                    for oc in 0..g.out_c {
+                        let mut acc = 0i32;
+                        for fy in 0..g.filter_h {
+                            let Some(iy) = tap(
+                                (oy * g.stride_h) as isize - g.pad_h as isize,
+                                g.dilation_h,
+                                fy,
+                                g.in_h,
+                            ) else {
+                                continue;
+                            };
+                            for fx in 0..g.filter_w {
+                                let Some(ix) = tap(
+                                    (ox * g.stride_w) as isize - g.pad_w as isize,
+                                    g.dilation_w,
+                                    fx,
+                                    g.in_w,
+                                ) else {
+                                    continue;
+                                };
+                                let pixel = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                                let mac = |xi: usize, wi: usize| {
+                                    i32::from(f[wi] as i8)
+                                        .wrapping_mul(i32::from(x[xi] as i8) + q.input_offset)
+                                };
+                                if depthwise {
+                                    let ic = oc / g.depth_multiplier;
+                                    acc = acc.wrapping_add(mac(
+                                        pixel + ic,
+                                        (fy * g.filter_w + fx) * g.out_c + oc,
+                                    ));
+                                } else {
+                                    for ic in 0..g.in_c {
+                                        let wi = ((oc * g.filter_h + fy) * g.filter_w + fx)
+                                            * g.in_c
+                                            + ic;
+                                        acc = acc.wrapping_add(mac(pixel + ic, wi));
+                                    }
+                                }
+                            }
+                        }
+                        acc = acc.wrapping_add(word(bias, oc).unwrap());
+                        let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + oc;
+                        out[at] = q.finish(acc, channel(q.channels, oc).unwrap());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Random geometries (padding, strides, dilations, odd channel counts,
+    /// depth multipliers above the block size): the kernels equal the
+    /// reference loops byte for byte.
+    #[test]
+    fn kernels_equal_the_reference_loops() {
+        let mut s = 0x2545_f491u32;
+        let mut next = move |n: u32| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % n) as usize
+        };
+        for case in 0..400 {
+            let depthwise = case % 2 == 1;
+            let dm = if depthwise {
+                [1, 1, 3, 8, 70][next(5)]
+            } else {
+                1
+            };
+            let in_c = if depthwise && dm > 1 {
+                1 + next(3)
+            } else {
+                1 + next(70)
+            };
+            let mut g = Geometry {
+                batches: 1 + next(2),
+                in_h: 1 + next(7),
+                in_w: 1 + next(7),
+                in_c,
+                out_c: if depthwise { in_c * dm } else { 1 + next(70) },
+                filter_h: 1 + next(3),
+                filter_w: 1 + next(3),
+                stride_h: 1 + next(2),
+                stride_w: 1 + next(2),
+                dilation_h: 1 + next(2),
+                dilation_w: 1 + next(2),
+                pad_h: next(2),
+                pad_w: next(2),
+                depth_multiplier: dm,
+                ..Geometry::default()
+            };
+            g.out_h = 1 + next(g.in_h as u32 + 1);
+            g.out_w = 1 + next(g.in_w as u32 + 1);
+            let bytes = |n: usize, next: &mut dyn FnMut(u32) -> usize| -> Vec<u8> {
+                (0..n).map(|_| next(256) as u8).collect()
+            };
+            let x = bytes(g.batches * g.in_h * g.in_w * g.in_c, &mut next);
+            let f_len = if depthwise {
+                g.filter_h * g.filter_w * g.out_c
+            } else {
+                g.out_c * g.filter_h * g.filter_w * g.in_c
+            };
+            let f = bytes(f_len, &mut next);
+            let bias: Vec<u8> = (0..g.out_c)
+                .flat_map(|_| ((next(20_001) as i32) - 10_000).to_le_bytes())
+                .collect();
+            let channels: Vec<u8> = (0..g.out_c)
+                .flat_map(|_| {
+                    let (m, sh) = crate::quant::quantize_ratio(
+                        1 + next(1 << 20) as u64,
+                        -24 - next(8) as i32,
+                        3,
+                    );
+                    [m.to_le_bytes(), sh.to_le_bytes()].concat()
+                })
+                .collect();
+            let q = Requantize {
+                input_offset: next(256) as i32 - 128,
+                output_offset: next(256) as i32 - 128,
+                act_min: -128,
+                act_max: 127,
+                channels: &channels,
+            };
+            let want = reference(&g, depthwise, &x, &f, &bias, &q);
+            let mut got = std::vec![0u8; want.len()];
+            if depthwise {
+                depthwise_conv(&g, &x, &f, Some(&bias), &q, &mut got).unwrap();
+            } else {
+                conv(&g, &x, &f, Some(&bias), &q, &mut got).unwrap();
+            }
+            assert_eq!(got, want, "case {case}: {g:?}");
+        }
+    }
 }

@@ -34,7 +34,9 @@
 //! multipliers from `QuantizeMultiplier` on the same double-precision
 //! products (`input_scale * filter_scale / output_scale` per channel for
 //! convolutions; the float product for per-tensor fully-connected layers, as
-//! `GetQuantizedConvolutionMultipler` does), `MultiplyByQuantizedMultiplier`
+//! `GetQuantizedConvolutionMultipler` does), evaluated exactly in integer
+//! arithmetic (the double division's rounding included, so no software
+//! double division is linked), `MultiplyByQuantizedMultiplier`
 //! with gemmlowp's rounding, the same accumulation order, the same padding and
 //! rounding of averages, and for SOFTMAX the float computation LiteRT
 //! performs for int8 (its table of `expf`, normalised in float, rounded). The
@@ -318,32 +320,45 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// The requantisation multiplier of output channel `c`, computed from
     /// the same products as TFLite's `Prepare`.
     fn multiplier(p: &Prepared<'_>, c: usize) -> Result<(i32, i32), Error> {
-        let real = match p.kind {
+        // The reference computes `f64(a) * f64(b) / f64(c)` (or, for a
+        // per-tensor fully-connected layer, `f64(a * b) / f64(c)` with the
+        // product in f32); `quant::quantize_ratio` repeats that in integers.
+        let (input, s, output, f32_product) = match p.kind {
             Kind::Conv {
                 filter_scales,
                 input,
                 output,
                 ..
-            } => {
-                let s = filter_scales.f32(if filter_scales.len() == 1 { 0 } else { c })?;
-                f64::from(input.scale) * f64::from(s) / f64::from(output.scale)
-            }
+            } => (
+                input.scale,
+                filter_scales.f32(if filter_scales.len() == 1 { 0 } else { c })?,
+                output.scale,
+                false,
+            ),
             Kind::FullyConnected {
                 filter_scales,
                 input,
                 output,
                 ..
-            } => {
-                let s = filter_scales.f32(c)?;
-                if filter_scales.len() == 1 {
-                    f64::from(input.scale * s) / f64::from(output.scale)
-                } else {
-                    f64::from(input.scale) * f64::from(s) / f64::from(output.scale)
-                }
-            }
+            } => (
+                input.scale,
+                filter_scales.f32(c)?,
+                output.scale,
+                filter_scales.len() == 1,
+            ),
             _ => return Err(Error::Internal("multiplier of an operator without one")),
         };
-        let (multiplier, shift) = quant::quantize_multiplier(real);
+        let split = |x: f32| quant::split(x).ok_or(Error::Unsupported("scale not positive finite"));
+        let (mo, eo) = split(output)?;
+        let (num, exp) = if f32_product {
+            // Underflow to 0 or overflow to infinity: the reference's
+            // QuantizeMultiplier gives (0, 0) for both, as (0, 0) does here.
+            quant::split(input * s).unwrap_or_default()
+        } else {
+            let ((mi, ei), (ms, es)) = (split(input)?, split(s)?);
+            (mi * ms, ei + es)
+        };
+        let (multiplier, shift) = quant::quantize_ratio(num, exp - eo, mo);
         if shift > 30 {
             return Err(Error::Unsupported(
                 "requantisation multiplier of 2^30 or more",

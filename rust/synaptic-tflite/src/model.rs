@@ -465,6 +465,18 @@ impl<'a> Model<'a> {
         self.work
     }
 
+    /// Multiply-accumulates of one inference in the CONV_2D,
+    /// DEPTHWISE_CONV_2D and FULLY_CONNECTED operators (taps that fall in
+    /// the padding included, as the shapes count them): the denominator of
+    /// cycles per MAC.
+    pub fn macs(&self) -> u64 {
+        (0..self.operator_count())
+            .filter_map(|k| self.prepare(k).ok())
+            .filter(|p| matches!(p.kind, Kind::Conv { .. } | Kind::FullyConnected { .. }))
+            .filter_map(|p| p.kind.work())
+            .fold(0u64, u64::saturating_add)
+    }
+
     /// Graph input `index`.
     ///
     /// # Errors

@@ -13,6 +13,10 @@
 /// `QuantizeMultiplier`: `m ≈ significand * 2^(shift - 31)` with the
 /// significand in `[2^30, 2^31)`, or `(0, 0)` for zero and for multipliers
 /// below about `2^-31` (flushed to zero, as TFLite does).
+///
+/// The interpreter uses [`quantize_ratio`], the same result in integer
+/// arithmetic; this double-precision original is the tests' reference.
+#[cfg(test)]
 pub(crate) fn quantize_multiplier(m: f64) -> (i32, i32) {
     if m == 0.0 || !m.is_finite() {
         return (0, 0);
@@ -21,6 +25,76 @@ pub(crate) fn quantize_multiplier(m: f64) -> (i32, i32) {
     let mut fixed = libm::round(q * (1u64 << 31) as f64) as i64;
     if fixed == 1 << 31 {
         fixed /= 2;
+        shift += 1;
+    }
+    if shift < -31 {
+        return (0, 0);
+    }
+    (fixed as i32, shift)
+}
+
+/// A positive finite `f32` as `(m, e)` with `x = m * 2^e` and `m < 2^24`;
+/// `None` for zero, infinities and NaN.
+pub(crate) fn split(x: f32) -> Option<(u64, i32)> {
+    let bits = x.to_bits() & 0x7fff_ffff;
+    let exponent = (bits >> 23) as i32;
+    let fraction = u64::from(bits & 0x7f_ffff);
+    match exponent {
+        0xff => None,
+        0 => (fraction != 0).then_some((fraction, -149)),
+        _ => Some((fraction | 1 << 23, exponent - 150)),
+    }
+}
+
+/// `QuantizeMultiplier(num * 2^exp / den)` where the division is the one a
+/// double performs (rounded to 53 bits, to nearest, ties to even) and
+/// `num * 2^exp` and `den` are exact doubles (`num < 2^53`, `0 < den <
+/// 2^24`): integer arithmetic only, so no software double division, `frexp`
+/// or `round` on a core without a double-precision unit. The product of two
+/// `f32` is exact in a double (48 significant bits), so
+/// `f64(a) * f64(b) / f64(c)` is `quantize_ratio(ma * mb, ea + eb - ec, mc)`.
+pub(crate) fn quantize_ratio(num: u64, exp: i32, den: u64) -> (i32, i32) {
+    if num == 0 || den == 0 || num >= 1 << 53 {
+        return (0, 0);
+    }
+    // Long division, one quotient bit per step, until the quotient has 56
+    // bits (53, a guard bit and two more); `rem` stays below `den`.
+    let (mut q, mut rem, mut exp) = (0u64, 0u64, exp);
+    let mut next = 53i32;
+    while q < 1 << 55 {
+        next -= 1;
+        let bit = if next >= 0 {
+            (num >> next) & 1
+        } else {
+            exp -= 1;
+            0
+        };
+        rem = rem << 1 | bit;
+        q <<= 1;
+        if rem >= den {
+            rem -= den;
+            q |= 1;
+        }
+    }
+    // value = (q + rem / den) * 2^exp; round q to 53 bits, ties to even.
+    let drop = 64 - q.leading_zeros() - 53;
+    let rest = q & ((1 << drop) - 1);
+    let half = 1 << (drop - 1);
+    let mut m = q >> drop;
+    exp += drop as i32;
+    if rest > half || (rest == half && (rem != 0 || m & 1 == 1)) {
+        m += 1;
+        if m == 1 << 53 {
+            m >>= 1;
+            exp += 1;
+        }
+    }
+    // frexp: m * 2^exp = (m / 2^53) * 2^(exp + 53); the significand times
+    // 2^31 is m / 2^22, rounded half away from zero (it is positive).
+    let mut shift = exp + 53;
+    let mut fixed = (m + (1 << 21)) >> 22;
+    if fixed == 1 << 31 {
+        fixed >>= 1;
         shift += 1;
     }
     if shift < -31 {
@@ -179,6 +253,47 @@ mod tests {
         assert_eq!(quantize_multiplier(1.0 - 1e-12), (1 << 30, 1));
         assert_eq!(quantize_multiplier(0.0), (0, 0));
         assert_eq!(quantize_multiplier(1e-12), (0, 0));
+    }
+
+    /// `quantize_ratio` against the double-precision original on the
+    /// products the interpreter forms: `a * b / c` and `f32(a * b) / c`.
+    #[test]
+    fn quantize_ratio_equals_the_double_computation() {
+        let mut x = 0x1234_5678u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut scale = || {
+            // Positive floats from about 2^-40 to 2^8, subnormals rarely.
+            let bits = next();
+            let exponent = 87 + (bits >> 24) % 48;
+            f32::from_bits(exponent << 23 | (bits & 0x7f_ffff))
+        };
+        let ratio = |n: (u64, i32), d: (u64, i32)| quantize_ratio(n.0, n.1 - d.1, d.0);
+        for _ in 0..300_000 {
+            let (a, b, c) = (scale(), scale(), scale());
+            let (sa, sb, sc) = (split(a).unwrap(), split(b).unwrap(), split(c).unwrap());
+            let want = quantize_multiplier(f64::from(a) * f64::from(b) / f64::from(c));
+            assert_eq!(
+                ratio((sa.0 * sb.0, sa.1 + sb.1), sc),
+                want,
+                "{a} * {b} / {c}"
+            );
+            let ab = a * b;
+            let want = quantize_multiplier(f64::from(ab) / f64::from(c));
+            let got = split(ab).map_or((0, 0), |p| ratio(p, sc));
+            assert_eq!(got, want, "f32({a} * {b}) / {c}");
+        }
+        // Exact powers of two and ties.
+        assert_eq!(quantize_ratio(1, -1, 1), quantize_multiplier(0.5));
+        assert_eq!(quantize_ratio(3, 0, 4), quantize_multiplier(0.75));
+        assert_eq!(quantize_ratio(1, 0, 3), quantize_multiplier(1.0 / 3.0));
+        assert_eq!(split(f32::from_bits(1)), Some((1, -149)));
+        assert_eq!(split(0.0), None);
+        assert_eq!(split(f32::INFINITY), None);
     }
 
     #[test]
