@@ -15,6 +15,7 @@
 extern crate std;
 
 pub mod arena;
+pub mod device;
 pub mod dsp;
 pub mod npu;
 pub mod pipeline;
