@@ -164,10 +164,12 @@ fn a_cpu_model_gives_litert_golden_output_through_the_scheduler() {
         .info(rig.registry.find("person").unwrap())
         .unwrap()
         .input;
-    let mut arena = vec![0u8; TfliteDevice::arena_needed(PERSON_DETECT).unwrap()];
-    assert!(arena.len() >= 78_752, "person detection's peak arena fits");
+    let mut arena = vec![0u8; 128 * 1024];
     let mut cpu = TfliteDevice::new(&mut arena);
     cpu.init().unwrap();
+    // The plan (78,752 B, as the interpreter's crate docs say) plus the
+    // staged input and the output.
+    assert_eq!(cpu.arena_needed(PERSON_DETECT), Ok(78_752 + 9_216 + 2));
     let mut work = [0u8; 1024];
     let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
     let mut env = rig.env(Some(&mut cpu));
@@ -201,7 +203,7 @@ fn a_model_for_both_runs_on_the_npu_by_default_and_where_a_policy_says() {
     let (h, kws) = rig.model(&speech(DeviceMask::ALL));
     let meta = rig.registry.info(h).unwrap().input;
     let input = leak(int8(NO));
-    let mut arena = vec![0u8; TfliteDevice::arena_needed(MICRO_SPEECH).unwrap()];
+    let mut arena = vec![0u8; 6_224 + 1_960 + 4];
     let mut cpu = TfliteDevice::new(&mut arena);
     cpu.init().unwrap();
     let mut work = [0u8; 1024];
@@ -247,7 +249,7 @@ fn overlap_runs_a_cpu_model_while_the_npu_is_busy() {
     let meta = rig.registry.info(h).unwrap().input;
     assert_eq!(rig.registry.info(s).unwrap().input, meta);
     let (yes, no) = (leak(int8(YES)), leak(int8(NO)));
-    let mut arena = vec![0u8; TfliteDevice::arena_needed(MICRO_SPEECH).unwrap()];
+    let mut arena = vec![0u8; 6_224 + 1_960 + 4];
     let mut cpu = TfliteDevice::new(&mut arena);
     cpu.init().unwrap();
     let mut work = [0u8; 1024];
@@ -326,7 +328,7 @@ fn absent_devices_and_bad_images_are_clear_errors() {
 
     // A policy that answers a device the model does not allow.
     sched.set_placement(|_| Some(Device::Npu));
-    let mut arena = vec![0u8; TfliteDevice::arena_needed(MICRO_SPEECH).unwrap()];
+    let mut arena = vec![0u8; 6_224 + 1_960 + 4];
     let mut cpu = TfliteDevice::new(&mut arena);
     cpu.init().unwrap();
     let err = run(&mut sched, &mut rig.env(Some(&mut cpu)), kws, meta, input).unwrap_err();
