@@ -445,7 +445,7 @@ pub fn write_status(mut line: impl FnMut(core::fmt::Arguments<'_>)) {
     STATUS.write_view(rtt, &mut line);
     snapshot(|s| {
         for r in &s.results {
-            line(format_args!("{} x{}", r, r.count));
+            line(format_args!("result {}, {} so far", r, r.count));
         }
     });
     line(format_args!(

@@ -12,7 +12,6 @@
 //!
 //! CPU1 has no console; what it does shows on CPU0's. No floating point.
 #![no_std]
-#![allow(unexpected_cfgs)]
 
 use dual_model_models as models;
 use synaptic_abi::Priority;
@@ -27,6 +26,7 @@ fn sleep_ms(ms: i32) {
     unsafe { zephyr::raw::k_msleep(ms) };
 }
 
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
 fn uptime_ms() -> i64 {
     // SAFETY: plain kernel call.
     unsafe { zephyr::raw::k_uptime_get() }
@@ -39,9 +39,9 @@ extern "C" fn rust_main() {
         return;
     };
     #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
-    real_inputs(&client);
+    real_inputs(client);
     #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
-    synthetic_traffic(&client);
+    synthetic_traffic(client);
 }
 
 /// Real models: the four shipped inputs once, then the heartbeat.
