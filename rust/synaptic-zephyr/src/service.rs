@@ -567,7 +567,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         } else {
             Timeout::Forever
         };
-        let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, wait);
+        let work = server.poll(&INBOX, &mut rt, replies, &LEDGER, wait);
         if work == 0 && rt.npu.state() == NpuState::Busy {
             // A job is on the device and nothing else to do: watch the
             // device and the intake (it marks a slot held for each request
@@ -579,12 +579,16 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             }
             continue;
         }
-        if work == 0 {
-            // Woken by the idle timer: look at the ring in case a doorbell
-            // was lost (what it posts is served next turn).
-            IDLE_DUE.store(false, Ordering::Relaxed);
+        // Woken by the idle timer (or idle): look at the ring in case a
+        // doorbell was lost (what it posts is served next turn). The timer's
+        // wake can also end the wait of a turn that had work, so its flag is
+        // taken here, not only when idle: left set, the timer would never
+        // wake the thread again and the shell's counters would go stale once
+        // requests stop (seen after dual_model's last real inference).
+        let idle = IDLE_DUE.swap(false, Ordering::Relaxed) || work == 0;
+        if idle {
             server.repair_estimates();
-            work = drain_front();
+            drain_front();
         }
         // For the shell: slots and NPU time after every turn that answered
         // something (or idled); the counters (merged with the intake's,
@@ -592,9 +596,9 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         // snapshot (a k_mutex) when idle, at the first answer and every 64
         // after. Under load the shell's counters lag by at most 15.
         let answered = server.stats().served.wrapping_add(server.stats().errors);
-        if work == 0 || answered != last_answered {
+        if idle || answered != last_answered {
             last_answered = answered;
-            if work == 0 || answered % 16 == 1 {
+            if idle || answered % 16 == 1 {
                 STATUS.set_serve(&server.stats().merged(&front_stats()));
             }
             STATUS.set_slots(region.slot_count(), LEDGER.mask());
@@ -602,7 +606,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
                 STATUS.set_npu_busy_us(p.summary().npu_us);
                 STATUS.set_interpreter_busy_us(p.summary().interpreter_us);
             }
-            if work == 0 || answered % 64 == 1 {
+            if idle || answered % 64 == 1 {
                 let last = rt.profiler.as_ref().and_then(|p| p.last());
                 if last.is_some() {
                     publish_profile(last);
