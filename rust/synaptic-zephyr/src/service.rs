@@ -50,9 +50,9 @@ use synaptic_abi::{
 use synaptic_ipc::{Inbox, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{Arena, DType, Lifetime, TensorMeta, DEFAULT_SCRATCH_DEPTH};
-use synaptic_runtime::npu::{
-    NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState, StubNpu,
-};
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+use synaptic_runtime::npu::{NpuCallback, NpuCapabilities, NpuError, NpuModel, NpuRun};
+use synaptic_runtime::npu::{NpuDevice, NpuState, StubNpu};
 use synaptic_runtime::pipeline::PipelinePool;
 use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{ModelDesc, Registry};
@@ -64,7 +64,9 @@ use zephyr::printkln;
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
-use crate::status::{ModelLine, ResultLine, Snapshot, SNAPSHOT, STATUS};
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+use crate::status::ResultLine;
+use crate::status::{ModelLine, Snapshot, SNAPSHOT, STATUS};
 use crate::sync::{IsrLock, KernelMutex, KernelSemaphore};
 use crate::timer::PeriodicTimer;
 
@@ -618,11 +620,13 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
 
 /// An execution device whose every output is recorded for the status view
 /// and the log (the CPU interpreter's, in this service).
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
 struct Observed<D> {
     device: D,
     device_name: &'static str,
 }
 
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
 impl<D: NpuDevice> Observed<D> {
     fn record(&self, output: &[u8]) {
         let Some(id) = self.device.loaded_model() else {
@@ -657,6 +661,7 @@ impl<D: NpuDevice> Observed<D> {
     }
 }
 
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
 impl<D: NpuDevice> NpuDevice for Observed<D> {
     fn init(&mut self) -> Result<(), NpuError> {
         self.device.init()
