@@ -410,13 +410,20 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         self.placement = placement;
     }
 
-    /// The device that runs model `handle`'s step now.
+    /// The device that runs model `handle`'s step now. Without a CPU device
+    /// the NPU is the only candidate and no policy is asked (the offload
+    /// path pays no registry lookup for it): [`stage_model`] refuses a
+    /// model that does not allow the NPU.
+    #[inline]
     fn place<N, C: Clock, const M: usize, const P: usize, const S: usize>(
         &self,
         handle: crate::registry::ModelHandle,
         npu_busy: bool,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
+        if env.cpu.is_none() {
+            return Ok(Device::Npu);
+        }
         let allowed = env
             .registry
             .info(handle)
@@ -1204,11 +1211,18 @@ fn stage_model<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: 
     output_len: usize,
     env: &mut Env<'_, N, C, M, P, S>,
 ) -> Result<TensorMeta, JobError> {
-    let out_meta = env
-        .registry
-        .info(handle)
-        .map_err(JobError::Registry)?
-        .output;
+    let info = env.registry.info(handle).map_err(JobError::Registry)?;
+    if !info.devices.contains(Device::Npu) {
+        return Err(JobError::NoDevice {
+            allowed: info.devices,
+            present: if env.cpu.is_some() {
+                DeviceMask::ALL
+            } else {
+                DeviceMask::NPU
+            },
+        });
+    }
+    let out_meta = info.output;
     let needed = out_meta.byte_len();
     if output_len < needed {
         return Err(JobError::BufferTooSmall {

@@ -587,7 +587,12 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         // taken here, not only when idle: left set, the timer would never
         // wake the thread again and the shell's counters would go stale once
         // requests stop (seen after dual_model's last real inference).
-        let idle = IDLE_DUE.swap(false, Ordering::Relaxed) || work == 0;
+        // A load first: the store (and its cache line) only when set.
+        let timer_woke = IDLE_DUE.load(Ordering::Relaxed);
+        if timer_woke {
+            IDLE_DUE.store(false, Ordering::Relaxed);
+        }
+        let idle = timer_woke || work == 0;
         if idle {
             server.repair_estimates();
             drain_front();
