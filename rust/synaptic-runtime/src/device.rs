@@ -30,7 +30,10 @@
 //! the one seam for other policies (earliest finish time across devices,
 //! say); a policy that names a device the model does not allow or that is
 //! absent is refused the same way, so no policy can run a model where it was
-//! not registered.
+//! not registered. Without a CPU device in `Env` the NPU is the only
+//! candidate and the policy is not consulted (the offload path, issue 9,
+//! pays no lookup for placement); a model that does not allow the NPU then
+//! fails with `NoDevice` when its step is staged.
 //!
 //! # The CPU device's model
 //!
