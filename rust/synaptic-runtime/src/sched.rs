@@ -414,7 +414,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     /// the NPU is the only candidate and no policy is asked (the offload
     /// path pays no registry lookup for it): [`stage_model`] refuses a
     /// model that does not allow the NPU.
-    #[inline]
+    #[inline(always)]
     fn place<N, C: Clock, const M: usize, const P: usize, const S: usize>(
         &self,
         handle: crate::registry::ModelHandle,
@@ -424,6 +424,18 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         if env.cpu.is_none() {
             return Ok(Device::Npu);
         }
+        self.place_among(handle, npu_busy, env)
+    }
+
+    /// [`Scheduler::place`] with a CPU device: ask the policy. Out of line,
+    /// off the NPU-only path.
+    #[inline(never)]
+    fn place_among<N, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &self,
+        handle: crate::registry::ModelHandle,
+        npu_busy: bool,
+        env: &Env<'_, N, C, M, P, S>,
+    ) -> Result<Device, JobError> {
         let allowed = env
             .registry
             .info(handle)
@@ -1251,6 +1263,25 @@ fn start_model<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: 
     Ok(out_meta)
 }
 
+/// A model step on the CPU interpreter, start to end. Out of line: the
+/// NPU's path through `run_step` stays as small as it was.
+#[inline(never)]
+fn run_on_cpu<N, C: Clock, const M: usize, const P: usize, const S: usize>(
+    handle: crate::registry::ModelHandle,
+    input: &TensorRef<'_>,
+    output: &mut [u8],
+    env: &mut Env<'_, N, C, M, P, S>,
+) -> Result<TensorMeta, JobError> {
+    let (out_meta, cpu) = stage_on_cpu(handle, input, output.len(), env)?;
+    if let Err(e) = cpu.invoke() {
+        let _ = cpu.clear_error();
+        return Err(JobError::Npu(e));
+    }
+    cpu.get_output(&mut output[..out_meta.byte_len()])
+        .map_err(JobError::Npu)?;
+    Ok(out_meta)
+}
+
 /// CPU interpreter: load `handle` if it is not resident and stage `input`;
 /// returns the output descriptor (checked to fit `output_len`).
 fn stage_on_cpu<'x, N, C: Clock, const M: usize, const P: usize, const S: usize>(
@@ -1302,14 +1333,7 @@ fn run_step<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usi
             })
         }
         Step::Model(handle) if device == Device::CpuInterpreter => {
-            let (out_meta, cpu) = stage_on_cpu(*handle, input, output.len(), env)?;
-            if let Err(e) = cpu.invoke() {
-                let _ = cpu.clear_error();
-                return Err(JobError::Npu(e));
-            }
-            cpu.get_output(&mut output[..out_meta.byte_len()])
-                .map_err(JobError::Npu)?;
-            Ok(out_meta)
+            run_on_cpu(*handle, input, output, env)
         }
         Step::Model(handle) => {
             let out_meta = stage_model(*handle, input, output.len(), env)?;

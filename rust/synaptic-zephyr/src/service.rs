@@ -611,6 +611,8 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             STATUS.set_slots(region.slot_count(), LEDGER.mask());
             if let Some(p) = rt.profiler.as_ref() {
                 STATUS.set_npu_busy_us(p.summary().npu_us);
+                // Only a build with the interpreter has its time to publish.
+                #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
                 STATUS.set_interpreter_busy_us(p.summary().interpreter_us);
             }
             if idle || answered % 64 == 1 {
