@@ -490,6 +490,7 @@ fn step(s: &mut State) -> (bool, Option<Notify>) {
     let mut env = Env {
         registry,
         npu,
+        cpu: None,
         pipelines,
         clock: &PlatformClock,
         profiler: Some(profiler),

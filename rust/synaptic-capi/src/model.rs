@@ -74,6 +74,8 @@ fn describe(info: &syn_model_info_t) -> Result<ModelDesc<'_>, Errno> {
         flash_size: info.flash_size,
         sram_needed: info.sram_required,
         crc32: info.crc32,
+        devices: synaptic_runtime::device::DeviceMask::NPU,
+        image: &[],
     })
 }
 

@@ -62,6 +62,7 @@ fn raw_model(input_len: usize) -> Result<NpuModel, NpuError> {
         output,
         flash_offset: 0,
         flash_size: 0,
+        image: &[],
     })
 }
 

@@ -97,6 +97,8 @@ fn model(
         flash_size: image.len() as u32,
         sram_needed: image.len() as u32,
         crc32: crc32(image),
+        devices: synaptic_runtime::device::DeviceMask::NPU,
+        image: &[],
     })
 }
 
@@ -257,6 +259,7 @@ pub fn bring_up_serves_one_inference_and_shuts_down() -> Outcome {
         let mut env = Env {
             registry: &mut rt.registry,
             npu: &mut rt.npu,
+            cpu: None,
             pipelines: &rt.pipelines,
             clock: &clock,
             profiler: Some(&mut rt.profiler),
@@ -300,6 +303,7 @@ pub fn bring_up_again_after_shutdown_gives_the_same_runtime() -> Outcome {
             let mut env = Env {
                 registry: &mut rt.registry,
                 npu: &mut rt.npu,
+                cpu: None,
                 pipelines: &rt.pipelines,
                 clock: &clock,
                 profiler: Some(&mut rt.profiler),
@@ -378,6 +382,7 @@ pub fn two_pipelines_share_the_npu_and_swap_models_on_demand() -> Outcome {
         let mut env = Env {
             registry: &mut rt.registry,
             npu: &mut rt.npu,
+            cpu: None,
             pipelines: &rt.pipelines,
             clock: &clock,
             profiler: Some(&mut rt.profiler),

@@ -32,6 +32,8 @@ pub(crate) fn desc(name: &str, n_in: usize, n_out: usize) -> Result<ModelDesc<'_
         flash_size: 4096,
         sram_needed: 1024,
         crc32: crc32(b"image"),
+        devices: synaptic_runtime::device::DeviceMask::NPU,
+        image: &[],
     })
 }
 

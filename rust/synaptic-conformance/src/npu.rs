@@ -38,6 +38,7 @@ fn model(id: u32, n_in: usize, n_out: usize) -> Option<NpuModel> {
         output: TensorMeta::vector(DType::Int8, n_out).ok()?,
         flash_offset: 0,
         flash_size: 0,
+        image: &[],
     })
 }
 

@@ -130,6 +130,8 @@ impl Rig {
             flash_size: 0,
             sram_needed: 0,
             crc32: 0,
+            devices: synaptic_runtime::device::DeviceMask::NPU,
+            image: &[],
         }));
         let mut npu = StubNpu::new(&CLOCK, SEED);
         ok!(npu.init());
@@ -168,6 +170,7 @@ impl Rig {
         Env {
             registry: &mut self.registry,
             npu: &mut self.npu,
+            cpu: None,
             pipelines: &self.pool,
             clock: &CLOCK,
             profiler: Some(&mut self.profiler),

@@ -1,6 +1,8 @@
 //! The AI runtime that runs on CPU0: tensor arena, model registry, NPU HAL
-//! and deterministic stub NPU, DSP kernels, pre/post-processing, pipelines,
-//! a stage-preemptive priority scheduler and a profiler.
+//! and deterministic stub NPU, execution devices (the NPU and the CPU
+//! interpreter over `synaptic-tflite`, and which one runs a model step),
+//! DSP kernels, pre/post-processing, pipelines, a stage-preemptive priority
+//! scheduler and a profiler with per-device time.
 //!
 //! Portable, `no_std`, allocation free: every capacity is a const generic
 //! with a documented default, every buffer is the caller's. Time comes in
@@ -15,6 +17,7 @@
 extern crate std;
 
 pub mod arena;
+pub mod device;
 pub mod dsp;
 pub mod npu;
 pub mod pipeline;

@@ -103,6 +103,10 @@ pub struct NpuModel {
     pub flash_offset: u32,
     /// Size of the compiled model in flash.
     pub flash_size: u32,
+    /// The model's image where a device reads it in place (the CPU
+    /// interpreter's `.tflite` flatbuffer); empty for a device that loads
+    /// from `flash_offset` (the stub ignores it).
+    pub image: &'static [u8],
 }
 
 /// Result of one completed invoke.
@@ -147,6 +151,9 @@ pub enum NpuError {
     },
     /// The device reported a fault (the stub's injected failures too).
     DeviceFault,
+    /// The model's image is missing, malformed, or disagrees with the
+    /// registered tensors (the CPU interpreter validates it on load).
+    InvalidImage,
 }
 
 impl NpuError {
@@ -162,6 +169,7 @@ impl NpuError {
             NpuError::UnsupportedDtype(_) => Errno::NotSup,
             NpuError::InputSizeMismatch { .. } | NpuError::NoInput => Errno::Inval,
             NpuError::OutputTooSmall { .. } => Errno::NoBufs,
+            NpuError::InvalidImage => Errno::NoExec,
         }
     }
 }
@@ -365,6 +373,7 @@ struct Pending {
 ///     output: TensorMeta::vector(DType::Int8, 3).unwrap(),
 ///     flash_offset: 0,
 ///     flash_size: 0,
+///     image: &[],
 /// };
 /// npu.load_model(&model).unwrap();
 /// npu.set_input(&[1, 2, 3, 4]).unwrap();
@@ -698,6 +707,7 @@ mod tests {
             output: TensorMeta::vector(DType::Int8, n_out).unwrap(),
             flash_offset: 0,
             flash_size: 0,
+            image: &[],
         }
     }
 

@@ -1,10 +1,16 @@
-//! Profiler: per-inference phase times, IPC overhead, memory peak and NPU
-//! utilisation, with a running summary.
+//! Profiler: per-inference phase times, per-device model time, IPC
+//! overhead, memory peak and NPU utilisation, with a running summary.
 //!
 //! Time is whatever the [`Clock`] says (microseconds); nothing is recorded
-//! while disabled. NPU utilisation is reported two ways: per inference
-//! (NPU time over total time) and over the window since
-//! [`Profiler::enable`] (NPU busy time over wall time), both in permille.
+//! while disabled. A model step's time is booked to the device that ran it
+//! ([`crate::device`]): `npu_us` for the NPU, `interpreter_us` for the CPU
+//! interpreter. NPU utilisation is reported two ways: per inference (NPU
+//! time over total time) and over the window since [`Profiler::enable`]
+//! (NPU busy time over wall time), both in permille; the interpreter's
+//! busy time is in [`ProfileSummary::interpreter_us`]. The C API's
+//! `syn_prof_result_t` is frozen (seven `uint32_t`, no reserved field), so
+//! it keeps reporting NPU time only; interpreter time is exposed in Rust
+//! and on the shell (`syn prof`, `syn ipc status`).
 
 use core::fmt;
 
@@ -17,8 +23,10 @@ pub struct InferenceProfile {
     pub total_us: u64,
     /// Time in preprocessing stages.
     pub preprocess_us: u64,
-    /// Time on the NPU.
+    /// Time of model steps on the NPU device.
     pub npu_us: u64,
+    /// Time of model steps on the CPU interpreter device.
+    pub interpreter_us: u64,
     /// Time in postprocessing stages.
     pub postprocess_us: u64,
     /// Transport overhead added by the serving layer ([`Profiler::add_ipc_overhead`]).
@@ -38,8 +46,10 @@ pub struct ProfileSummary {
     pub total_us: u64,
     /// Largest `total_us`.
     pub max_total_us: u64,
-    /// Sum of `npu_us`.
+    /// Sum of `npu_us` (NPU busy time).
     pub npu_us: u64,
+    /// Sum of `interpreter_us` (CPU interpreter busy time).
+    pub interpreter_us: u64,
     /// Sum of `ipc_us`.
     pub ipc_us: u64,
     /// Largest `memory_peak`.
@@ -66,7 +76,12 @@ impl fmt::Display for ProfileSummary {
             self.npu_us,
             self.ipc_us,
             self.memory_peak
-        )
+        )?;
+        // Printed only when the interpreter ran: NPU-only lines stay as before.
+        if self.interpreter_us > 0 {
+            write!(f, " cpu-interpreter {} us", self.interpreter_us)?;
+        }
+        Ok(())
     }
 }
 
@@ -116,6 +131,7 @@ impl Profiler {
                 total_us: 0,
                 max_total_us: 0,
                 npu_us: 0,
+                interpreter_us: 0,
                 ipc_us: 0,
                 memory_peak: 0,
             },
@@ -150,6 +166,7 @@ impl Profiler {
         s.total_us = s.total_us.saturating_add(profile.total_us);
         s.max_total_us = s.max_total_us.max(profile.total_us);
         s.npu_us = s.npu_us.saturating_add(profile.npu_us);
+        s.interpreter_us = s.interpreter_us.saturating_add(profile.interpreter_us);
         s.ipc_us = s.ipc_us.saturating_add(profile.ipc_us);
         s.memory_peak = s.memory_peak.max(profile.memory_peak);
         self.last = Some(profile);
@@ -282,5 +299,16 @@ mod tests {
             s.as_str(),
             "inferences 1 mean 100 us max 100 us npu 50 us ipc 0 us peak 100 B"
         );
+        p.record(InferenceProfile {
+            interpreter_us: 70,
+            ..sample(100, 0)
+        });
+        s.clear();
+        write!(s, "{}", p.summary()).unwrap();
+        assert_eq!(
+            s.as_str(),
+            "inferences 2 mean 100 us max 100 us npu 50 us ipc 0 us peak 100 B cpu-interpreter 70 us"
+        );
+        assert_eq!(p.last().unwrap().npu_utilization_permille, 0);
     }
 }

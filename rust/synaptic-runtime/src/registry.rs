@@ -15,11 +15,19 @@
 //! * The registry holds metadata only; the image stays in flash at
 //!   `flash_offset`, and [`Registry::verify_image`] checks a copy of it
 //!   against the registered CRC-32.
+//! * Each model names the execution devices it may run on
+//!   ([`ModelDesc::devices`], see [`crate::device`]); at least one. A model
+//!   for the CPU interpreter carries its `.tflite` flatbuffer
+//!   ([`ModelDesc::image`], borrowed for `'static`: flash or a static), which
+//!   the interpreter validates when it loads the model. "Resident" and
+//!   [`Registry::load`] are about the NPU; the CPU device keeps its own
+//!   resident model, loaded from [`Registry::device_model`].
 
 use heapless::String;
 use synaptic_abi::Errno;
 
 use crate::arena::{ArenaError, DType, Shape, TensorMeta};
+use crate::device::{Device, DeviceMask};
 use crate::npu::{NpuDevice, NpuError, NpuModel};
 
 /// Longest model name in bytes (a C `char[32]` with its terminator).
@@ -77,12 +85,18 @@ pub struct ModelDesc<'a> {
     pub sram_needed: u32,
     /// CRC-32 (IEEE) of the image.
     pub crc32: u32,
+    /// The execution devices the model may run on (at least one).
+    pub devices: DeviceMask,
+    /// The `.tflite` flatbuffer the CPU interpreter runs (required when
+    /// `devices` includes it; empty otherwise).
+    pub image: &'static [u8],
 }
 
 impl<'a> ModelDesc<'a> {
     /// An int8 model named `name` with input shape `input` and an
-    /// `output`-element output vector, version 1, no flash image and no
-    /// working memory (set the other fields with struct update syntax).
+    /// `output`-element output vector, version 1, for the NPU, no flash
+    /// image and no working memory (set the other fields with struct update
+    /// syntax).
     ///
     /// # Errors
     ///
@@ -97,6 +111,31 @@ impl<'a> ModelDesc<'a> {
             flash_size: 0,
             sram_needed: 0,
             crc32: 0,
+            devices: DeviceMask::NPU,
+            image: &[],
+        })
+    }
+
+    /// An int8 model for the CPU interpreter (and no other device) whose
+    /// flatbuffer is `image` (`flash_size` is its length; `crc32` stays 0:
+    /// set it for [`Registry::verify_image`]); tensors as for
+    /// [`ModelDesc::int8`] (the interpreter validates the image against
+    /// them on load).
+    ///
+    /// # Errors
+    ///
+    /// [`ArenaError`] for an invalid shape.
+    pub fn tflite(
+        name: &'a str,
+        input: &[u32],
+        output: usize,
+        image: &'static [u8],
+    ) -> Result<Self, ArenaError> {
+        Ok(ModelDesc {
+            devices: DeviceMask::CPU_INTERPRETER,
+            image,
+            flash_size: image.len() as u32,
+            ..Self::int8(name, input, output)?
         })
     }
 }
@@ -120,6 +159,10 @@ pub struct ModelInfo {
     pub sram_needed: u32,
     /// CRC-32 (IEEE) of the image.
     pub crc32: u32,
+    /// The execution devices the model may run on.
+    pub devices: DeviceMask,
+    /// The CPU interpreter's flatbuffer (empty for an NPU-only model).
+    pub image: &'static [u8],
     /// Whether the model is resident on the NPU.
     pub loaded: bool,
 }
@@ -170,6 +213,10 @@ pub enum RegistryError {
     },
     /// The NPU refused the model.
     Npu(NpuError),
+    /// The description names no execution device.
+    NoDevice,
+    /// The model is for the CPU interpreter but has no image.
+    NoImage,
 }
 
 impl RegistryError {
@@ -185,6 +232,7 @@ impl RegistryError {
             RegistryError::Loaded => Errno::Busy,
             RegistryError::CrcMismatch { .. } => Errno::BadMsg,
             RegistryError::Npu(e) => e.to_errno(),
+            RegistryError::NoDevice | RegistryError::NoImage => Errno::Inval,
         }
     }
 }
@@ -220,6 +268,7 @@ struct Slot {
 ///
 /// ```
 /// use synaptic_runtime::arena::{DType, TensorMeta};
+/// use synaptic_runtime::device::DeviceMask;
 /// use synaptic_runtime::registry::{ModelDesc, Registry, RegistryError};
 ///
 /// let mut reg: Registry = Registry::new();
@@ -232,6 +281,8 @@ struct Slot {
 ///     flash_size: 20_000,
 ///     sram_needed: 8_192,
 ///     crc32: 0,
+///     devices: DeviceMask::NPU,
+///     image: &[],
 /// };
 /// let h = reg.register(&desc).unwrap();
 /// assert_eq!(reg.find("kws"), Ok(h));
@@ -285,10 +336,19 @@ impl<const N: usize> Registry<N> {
     /// # Errors
     ///
     /// [`RegistryError::EmptyName`], [`RegistryError::NameTooLong`],
-    /// [`RegistryError::DuplicateName`], [`RegistryError::Full`].
+    /// [`RegistryError::DuplicateName`], [`RegistryError::Full`];
+    /// [`RegistryError::NoDevice`] for an empty device mask,
+    /// [`RegistryError::NoImage`] for a CPU-interpreter model without an
+    /// image.
     pub fn register(&mut self, desc: &ModelDesc<'_>) -> Result<ModelHandle, RegistryError> {
         if desc.name.is_empty() {
             return Err(RegistryError::EmptyName);
+        }
+        if desc.devices.is_empty() {
+            return Err(RegistryError::NoDevice);
+        }
+        if desc.devices.contains(Device::CpuInterpreter) && desc.image.is_empty() {
+            return Err(RegistryError::NoImage);
         }
         let name: String<MAX_NAME_LEN> =
             String::try_from(desc.name).map_err(|()| RegistryError::NameTooLong {
@@ -312,6 +372,8 @@ impl<const N: usize> Registry<N> {
             flash_size: desc.flash_size,
             sram_needed: desc.sram_needed,
             crc32: desc.crc32,
+            devices: desc.devices,
+            image: desc.image,
             loaded: false,
         });
         Ok(ModelHandle {
@@ -424,16 +486,7 @@ impl<const N: usize> Registry<N> {
         if self.loaded == Some(index) && npu.loaded_model() == Some(handle.raw()) {
             return Ok(());
         }
-        let model = {
-            let info = self.info(handle)?;
-            NpuModel {
-                id: handle.raw(),
-                input: info.input,
-                output: info.output,
-                flash_offset: info.flash_offset,
-                flash_size: info.flash_size,
-            }
-        };
+        let model = self.device_model(handle)?;
         let result = npu.load_model(&model);
         if let Some(prev) = self.loaded {
             let still = self.slots[prev].info.is_some()
@@ -454,6 +507,24 @@ impl<const N: usize> Registry<N> {
         self.set_loaded(index, true);
         self.loaded = Some(index);
         Ok(())
+    }
+
+    /// The model as a device loads it (id = raw handle, tensors, flash
+    /// location, image).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::InvalidHandle`], [`RegistryError::StaleHandle`].
+    pub fn device_model(&self, handle: ModelHandle) -> Result<NpuModel, RegistryError> {
+        let info = self.info(handle)?;
+        Ok(NpuModel {
+            id: handle.raw(),
+            input: info.input,
+            output: info.output,
+            flash_offset: info.flash_offset,
+            flash_size: info.flash_size,
+            image: info.image,
+        })
     }
 
     fn set_loaded(&mut self, index: usize, loaded: bool) {
@@ -573,6 +644,8 @@ mod tests {
             flash_size: 4096,
             sram_needed: 1024,
             crc32: crc32(b"image"),
+            devices: DeviceMask::NPU,
+            image: &[],
         }
     }
 

@@ -31,6 +31,16 @@
 //!   the device is busy, a job whose next step is a model step waits
 //!   ([`StepOutcome::Waiting`]); the caller waits for the device's
 //!   completion (an interrupt) or for new work, then steps again.
+//! * **Devices** ([`crate::device`]): a model step runs on the NPU
+//!   (`Env::npu`) or on the CPU interpreter (`Env::cpu`), whichever the
+//!   [`Placement`] picks among the devices the model was registered for
+//!   and `Env` has (default [`prefer_npu`]: the NPU when allowed, else the
+//!   CPU; [`Scheduler::set_placement`] is the seam for other policies). No
+//!   usable device fails the job with [`JobError::NoDevice`]. The CPU
+//!   device is synchronous: in overlap mode too its model step runs to the
+//!   end inside `step`, and a job placed on it does not wait for a busy
+//!   NPU. Each step's time is booked to its device in the
+//!   [`InferenceProfile`].
 //! * Nothing here blocks or spawns: the caller's thread drives
 //!   [`Scheduler::step`] (or [`Scheduler::wait`], [`Scheduler::run_sync`]),
 //!   and time comes from the [`Clock`] in [`Env`].
@@ -38,6 +48,7 @@
 use synaptic_abi::{Errno, Priority};
 
 use crate::arena::{TensorMeta, TensorRef, ALIGN};
+use crate::device::{prefer_npu, Device, DeviceMask, Placement, PlacementQuery};
 use crate::npu::{NpuDevice, NpuError, NpuState};
 use crate::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
 use crate::process::ProcessError;
@@ -132,6 +143,14 @@ pub enum JobError {
     DeadlineMissed,
     /// [`Scheduler::cancel`] was called.
     Cancelled,
+    /// No device the model was registered for is present (or the
+    /// placement policy named one that is not usable).
+    NoDevice {
+        /// The devices the model was registered for.
+        allowed: DeviceMask,
+        /// The devices the scheduler's `Env` has.
+        present: DeviceMask,
+    },
 }
 
 impl JobError {
@@ -145,6 +164,7 @@ impl JobError {
             JobError::BufferTooSmall { .. } => Errno::NoMem,
             JobError::DeadlineMissed => Errno::TimedOut,
             JobError::Cancelled => Errno::Canceled,
+            JobError::NoDevice { .. } => Errno::NoDev,
         }
     }
 }
@@ -239,6 +259,10 @@ pub struct Env<'e, N, C, const M: usize, const P: usize, const S: usize> {
     pub registry: &'e mut Registry<M>,
     /// The NPU.
     pub npu: &'e mut N,
+    /// The CPU interpreter device, if the firmware has one (see
+    /// [`crate::device`] for why it is a trait object and not a third
+    /// generic parameter).
+    pub cpu: Option<&'e mut dyn NpuDevice>,
     /// The pipelines.
     pub pipelines: &'e PipelinePool<P, S>,
     /// Time source.
@@ -344,6 +368,8 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     /// idle turn neither scans the slots nor counts them.
     runnable: usize,
     active: usize,
+    /// Which device runs a model step.
+    placement: Placement,
 }
 
 impl<'a, const J: usize> Scheduler<'a, J> {
@@ -373,6 +399,57 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             on_device: None,
             runnable: 0,
             active: 0,
+            placement: prefer_npu,
+        }
+    }
+
+    /// Replaces the placement policy (default [`prefer_npu`]); see
+    /// [`crate::device`]. An answer outside the model's usable devices
+    /// fails the job with [`JobError::NoDevice`].
+    pub fn set_placement(&mut self, placement: Placement) {
+        self.placement = placement;
+    }
+
+    /// The device that runs model `handle`'s step now. Without a CPU device
+    /// the NPU is the only candidate and no policy is asked (the offload
+    /// path pays no registry lookup for it): [`stage_model`] refuses a
+    /// model that does not allow the NPU.
+    #[inline(always)]
+    fn place<N, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &self,
+        handle: crate::registry::ModelHandle,
+        npu_busy: bool,
+        env: &Env<'_, N, C, M, P, S>,
+    ) -> Result<Device, JobError> {
+        if env.cpu.is_none() {
+            return Ok(Device::Npu);
+        }
+        self.place_among(handle, npu_busy, env)
+    }
+
+    /// [`Scheduler::place`] with a CPU device: ask the policy. Out of line,
+    /// off the NPU-only path.
+    #[inline(never)]
+    fn place_among<N, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &self,
+        handle: crate::registry::ModelHandle,
+        npu_busy: bool,
+        env: &Env<'_, N, C, M, P, S>,
+    ) -> Result<Device, JobError> {
+        let allowed = env
+            .registry
+            .info(handle)
+            .map_err(JobError::Registry)?
+            .devices;
+        let present = if env.cpu.is_some() {
+            DeviceMask::ALL
+        } else {
+            DeviceMask::NPU
+        };
+        let query = PlacementQuery::new(handle.raw(), allowed, present, npu_busy);
+        match (self.placement)(&query) {
+            Some(d) if query.usable().contains(d) => Ok(d),
+            _ => Err(JobError::NoDevice { allowed, present }),
         }
     }
 
@@ -713,11 +790,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             _ => (0, None, request.input.meta()),
         };
         if device_busy {
-            let model_next = env
-                .pipelines
-                .runnable(pipeline_id)
-                .is_ok_and(|p| matches!(p.steps().get(usize::from(next)), Some(Step::Model(_))));
-            if model_next {
+            // A model step waits for the busy NPU unless it is placed on
+            // the CPU (a placement error is reported when it runs).
+            let waits = env.pipelines.runnable(pipeline_id).is_ok_and(|p| {
+                match p.steps().get(usize::from(next)) {
+                    Some(Step::Model(h)) => self.place(*h, true, env) == Ok(Device::Npu),
+                    _ => false,
+                }
+            });
+            if waits {
                 return None;
             }
         }
@@ -745,6 +826,16 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             return Some(done(true));
         };
         let last = usize::from(next) + 1 == steps.len();
+        let device = match step {
+            Step::Model(h) => match self.place(*h, device_busy, env) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.finish(i, Err(e), env);
+                    return Some(done(true));
+                }
+            },
+            _ => Device::Npu,
+        };
         let at = StepAt {
             next,
             current,
@@ -774,7 +865,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             needed: meta.byte_len(),
             available: len,
         });
-        if let (true, &Step::Model(handle)) = (self.overlap, step) {
+        if let (true, &Step::Model(handle), Device::Npu) = (self.overlap, step, device) {
             let begun = input.and_then(|input| start_model(handle, &input, output.len(), env));
             return match begun {
                 Ok(out_meta) => {
@@ -795,14 +886,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 }
             };
         }
-        let result = input.and_then(|input| run_step(step, next, &input, output, env));
+        let result = input.and_then(|input| run_step(step, next, device, &input, output, env));
         env.clock.new_turn();
         let elapsed = env.clock.now_us().saturating_sub(started);
         let profile = &mut self.slots[i].profile;
-        match step {
-            Step::Pre(_) => profile.preprocess_us += elapsed,
-            Step::Model(_) => profile.npu_us += elapsed,
-            Step::Post(_) => profile.postprocess_us += elapsed,
+        match (step, device) {
+            (Step::Pre(_), _) => profile.preprocess_us += elapsed,
+            (Step::Model(_), Device::Npu) => profile.npu_us += elapsed,
+            (Step::Model(_), Device::CpuInterpreter) => profile.interpreter_us += elapsed,
+            (Step::Post(_), _) => profile.postprocess_us += elapsed,
         }
         Some(self.advance(
             Collected {
@@ -1131,11 +1223,18 @@ fn stage_model<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: 
     output_len: usize,
     env: &mut Env<'_, N, C, M, P, S>,
 ) -> Result<TensorMeta, JobError> {
-    let out_meta = env
-        .registry
-        .info(handle)
-        .map_err(JobError::Registry)?
-        .output;
+    let info = env.registry.info(handle).map_err(JobError::Registry)?;
+    if !info.devices.contains(Device::Npu) {
+        return Err(JobError::NoDevice {
+            allowed: info.devices,
+            present: if env.cpu.is_some() {
+                DeviceMask::ALL
+            } else {
+                DeviceMask::NPU
+            },
+        });
+    }
+    let out_meta = info.output;
     let needed = out_meta.byte_len();
     if output_len < needed {
         return Err(JobError::BufferTooSmall {
@@ -1164,9 +1263,61 @@ fn start_model<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: 
     Ok(out_meta)
 }
 
+/// A model step on the CPU interpreter, start to end. Out of line: the
+/// NPU's path through `run_step` stays as small as it was.
+#[inline(never)]
+fn run_on_cpu<N, C: Clock, const M: usize, const P: usize, const S: usize>(
+    handle: crate::registry::ModelHandle,
+    input: &TensorRef<'_>,
+    output: &mut [u8],
+    env: &mut Env<'_, N, C, M, P, S>,
+) -> Result<TensorMeta, JobError> {
+    let (out_meta, cpu) = stage_on_cpu(handle, input, output.len(), env)?;
+    if let Err(e) = cpu.invoke() {
+        let _ = cpu.clear_error();
+        return Err(JobError::Npu(e));
+    }
+    cpu.get_output(&mut output[..out_meta.byte_len()])
+        .map_err(JobError::Npu)?;
+    Ok(out_meta)
+}
+
+/// CPU interpreter: load `handle` if it is not resident and stage `input`;
+/// returns the output descriptor (checked to fit `output_len`).
+fn stage_on_cpu<'x, N, C: Clock, const M: usize, const P: usize, const S: usize>(
+    handle: crate::registry::ModelHandle,
+    input: &TensorRef<'_>,
+    output_len: usize,
+    env: &'x mut Env<'_, N, C, M, P, S>,
+) -> Result<(TensorMeta, &'x mut dyn NpuDevice), JobError> {
+    let model = env
+        .registry
+        .device_model(handle)
+        .map_err(JobError::Registry)?;
+    let needed = model.output.byte_len();
+    if output_len < needed {
+        return Err(JobError::BufferTooSmall {
+            needed,
+            available: output_len,
+        });
+    }
+    let Some(cpu) = env.cpu.as_deref_mut() else {
+        return Err(JobError::NoDevice {
+            allowed: DeviceMask::CPU_INTERPRETER,
+            present: DeviceMask::NPU,
+        });
+    };
+    if cpu.loaded_model() != Some(model.id) {
+        cpu.load_model(&model).map_err(JobError::Npu)?;
+    }
+    cpu.set_input(input.data()).map_err(JobError::Npu)?;
+    Ok((model.output, cpu))
+}
+
 fn run_step<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
     step: &Step,
     index: u8,
+    device: Device,
     input: &TensorRef<'_>,
     output: &mut [u8],
     env: &mut Env<'_, N, C, M, P, S>,
@@ -1180,6 +1331,9 @@ fn run_step<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usi
                 },
                 error => JobError::Stage { step: index, error },
             })
+        }
+        Step::Model(handle) if device == Device::CpuInterpreter => {
+            run_on_cpu(*handle, input, output, env)
         }
         Step::Model(handle) => {
             let out_meta = stage_model(*handle, input, output.len(), env)?;
@@ -1299,6 +1453,8 @@ mod tests {
                     flash_size: 0,
                     sram_needed: 0,
                     crc32: 0,
+                    devices: crate::device::DeviceMask::NPU,
+                    image: &[],
                 })
                 .unwrap();
             let mut npu = StubNpu::new(clock, SEED);
@@ -1334,6 +1490,7 @@ mod tests {
             Env {
                 registry: &mut self.registry,
                 npu: &mut self.npu,
+                cpu: None,
                 pipelines: &self.pool,
                 clock: self.clock,
                 profiler: Some(&mut self.profiler),
@@ -1409,6 +1566,7 @@ mod tests {
         let mut env = Env {
             registry: &mut rig.registry,
             npu: &mut rig.npu,
+            cpu: None,
             pipelines: &rig.pool,
             clock: &turn,
             profiler: Some(&mut rig.profiler),

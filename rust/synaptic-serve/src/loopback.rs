@@ -343,6 +343,7 @@ impl<T: Clock + Delay> Service<T> {
             scheduler,
             registry: &mut self.registry,
             npu: &mut self.npu,
+            cpu: None,
             pipelines: &mut self.pipelines,
             clock,
             profiler: None,

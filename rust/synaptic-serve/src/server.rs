@@ -294,6 +294,10 @@ pub struct Runtime<'e, 'a, Npu, C, const M: usize, const P: usize, const S: usiz
     pub registry: &'e mut Registry<M>,
     /// The NPU.
     pub npu: &'e mut Npu,
+    /// The CPU interpreter device, if any (`Env::cpu` of the runtime).
+    /// `'static` (a device over a static arena, as firmware has it) keeps
+    /// `Runtime` covariant in `'e`.
+    pub cpu: Option<&'e mut (dyn NpuDevice + 'static)>,
     /// The pipelines (the serving pipelines among them).
     pub pipelines: &'e mut PipelinePool<P, S>,
     /// The clock latencies are measured on.
@@ -310,6 +314,11 @@ impl<Npu: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize, c
         let mut env = Env {
             registry: &mut *self.registry,
             npu: &mut *self.npu,
+            // A reborrow for this call.
+            cpu: match self.cpu {
+                Some(ref mut cpu) => Some(&mut **cpu),
+                None => None,
+            },
             pipelines: &*self.pipelines,
             clock: self.clock,
             profiler: self.profiler.as_deref_mut(),

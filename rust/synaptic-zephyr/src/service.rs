@@ -25,8 +25,19 @@
 //!
 //! Both push replies through one sender behind an [`IsrLock`].
 //!
+//! With `CONFIG_SYNAPTIC_CPU_INTERPRETER` the runtime has a second
+//! execution device, the CPU interpreter
+//! (`synaptic_runtime::device::TfliteDevice`, its arena a static of
+//! `CONFIG_SYNAPTIC_CPU_INTERPRETER_ARENA_SIZE` bytes): models registered
+//! for it run on CPU0's core, synchronously inside the serving thread's
+//! scheduler step; models for the NPU stay on the stub. Every output the
+//! interpreter produces is recorded for the `syn ipc status` view and
+//! printed on CPU0's log, with the predicted label when the application
+//! named the model's classes ([`label_outputs`]).
+//!
 //! The runtime lives on the serving thread's stack and in three statics
-//! (the stub NPU, the work buffer, the arena); nothing else touches it.
+//! (the stub NPU, the work buffer, the arena; a fourth, the interpreter's
+//! arena, with the interpreter); nothing else touches it.
 //! [`start`] runs once per boot.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -39,6 +50,8 @@ use synaptic_abi::{
 use synaptic_ipc::{Inbox, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{Arena, DType, Lifetime, TensorMeta, DEFAULT_SCRATCH_DEPTH};
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+use synaptic_runtime::npu::{NpuCallback, NpuCapabilities, NpuError, NpuModel, NpuRun};
 use synaptic_runtime::npu::{NpuDevice, NpuState, StubNpu};
 use synaptic_runtime::pipeline::PipelinePool;
 use synaptic_runtime::prof::Profiler;
@@ -51,6 +64,8 @@ use zephyr::printkln;
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+use crate::status::ResultLine;
 use crate::status::{ModelLine, Snapshot, SNAPSHOT, STATUS};
 use crate::sync::{IsrLock, KernelMutex, KernelSemaphore};
 use crate::timer::PeriodicTimer;
@@ -145,6 +160,31 @@ static NPU_LATENCY_US: AtomicU32 = AtomicU32::new(0);
 /// single stack-relative instruction.
 static NPU: ConstStaticCell<ServiceNpu> = ConstStaticCell::new(StubNpu::new(ZephyrClock, 0));
 static WORK: ConstStaticCell<[u8; WORK_SIZE]> = ConstStaticCell::new([0; WORK_SIZE]);
+/// The CPU interpreter's arena (Kconfig `SYNAPTIC_CPU_INTERPRETER_ARENA_SIZE`).
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+static CPU_ARENA: ConstStaticCell<[u8; CPU_ARENA_SIZE]> = ConstStaticCell::new([0; CPU_ARENA_SIZE]);
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+const CPU_ARENA_SIZE: usize = zephyr::kconfig::CONFIG_SYNAPTIC_CPU_INTERPRETER_ARENA_SIZE as usize;
+/// Class names per model, in output order ([`label_outputs`]).
+static LABELS: KernelMutex<Labels> = KernelMutex::new(&[]);
+/// Outputs the CPU interpreter has produced so far.
+static RESULTS: AtomicU32 = AtomicU32::new(0);
+
+/// Per model name, its output classes in output order.
+pub type Labels = &'static [(&'static str, &'static [&'static str])];
+
+/// Name the classes of models' outputs (by model name, in output order), so
+/// that the log and the `syn ipc status` view print the predicted label
+/// (the highest score; the first on a tie) next to the scores. Call before
+/// [`start`].
+pub fn label_outputs(labels: Labels) {
+    *LABELS.lock() = labels;
+}
+
+/// Outputs the CPU interpreter has produced since boot.
+pub fn interpreter_results() -> u32 {
+    RESULTS.load(Ordering::Relaxed)
+}
 static ARENA: ConstStaticCell<[u8; ARENA_SIZE]> = ConstStaticCell::new([0; ARENA_SIZE]);
 /// The region, for readers of the control block (the shell).
 static REGION: KernelMutex<Option<Region>> = KernelMutex::new(None);
@@ -405,6 +445,11 @@ pub fn write_status(mut line: impl FnMut(core::fmt::Arguments<'_>)) {
         )
     });
     STATUS.write_view(rtt, &mut line);
+    snapshot(|s| {
+        for r in &s.results {
+            line(format_args!("result {}, {} so far", r, r.count));
+        }
+    });
     line(format_args!(
         "floods (CPU1 pushing faster than it waits; doorbell stopped, ring drained by the serving thread): {}",
         floods()
@@ -481,6 +526,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
                     name,
                     input: info.input_size(),
                     output: info.output_size(),
+                    devices: info.devices,
                     exported,
                 });
             }
@@ -488,6 +534,14 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         snapshot.mem = Some(arena.stats());
         snapshot.caps = Some(npu.capabilities());
     }
+    #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+    let Some(mut cpu) = cpu_interpreter() else {
+        return setup_failed("CPU interpreter");
+    };
+    #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+    let cpu: Option<&mut (dyn NpuDevice + 'static)> = Some(&mut cpu);
+    #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+    let cpu: Option<&mut (dyn NpuDevice + 'static)> = None;
     SERVING_UP.give();
     IDLE_TIMER.start(IDLE_MS, on_idle_timer);
 
@@ -495,6 +549,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         scheduler: &mut scheduler,
         registry: &mut registry,
         npu,
+        cpu,
         pipelines: &mut pipelines,
         clock: &turn_clock,
         profiler: Some(&mut profiler),
@@ -514,7 +569,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         } else {
             Timeout::Forever
         };
-        let mut work = server.poll(&INBOX, &mut rt, replies, &LEDGER, wait);
+        let work = server.poll(&INBOX, &mut rt, replies, &LEDGER, wait);
         if work == 0 && rt.npu.state() == NpuState::Busy {
             // A job is on the device and nothing else to do: watch the
             // device and the intake (it marks a slot held for each request
@@ -526,12 +581,21 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             }
             continue;
         }
-        if work == 0 {
-            // Woken by the idle timer: look at the ring in case a doorbell
-            // was lost (what it posts is served next turn).
+        // Woken by the idle timer (or idle): look at the ring in case a
+        // doorbell was lost (what it posts is served next turn). The timer's
+        // wake can also end the wait of a turn that had work, so its flag is
+        // taken here, not only when idle: left set, the timer would never
+        // wake the thread again and the shell's counters would go stale once
+        // requests stop (seen after dual_model's last real inference).
+        // A load first: the store (and its cache line) only when set.
+        let timer_woke = IDLE_DUE.load(Ordering::Relaxed);
+        if timer_woke {
             IDLE_DUE.store(false, Ordering::Relaxed);
+        }
+        let idle = timer_woke || work == 0;
+        if idle {
             server.repair_estimates();
-            work = drain_front();
+            drain_front();
         }
         // For the shell: slots and NPU time after every turn that answered
         // something (or idled); the counters (merged with the intake's,
@@ -539,16 +603,19 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         // snapshot (a k_mutex) when idle, at the first answer and every 64
         // after. Under load the shell's counters lag by at most 15.
         let answered = server.stats().served.wrapping_add(server.stats().errors);
-        if work == 0 || answered != last_answered {
+        if idle || answered != last_answered {
             last_answered = answered;
-            if work == 0 || answered % 16 == 1 {
+            if idle || answered % 16 == 1 {
                 STATUS.set_serve(&server.stats().merged(&front_stats()));
             }
             STATUS.set_slots(region.slot_count(), LEDGER.mask());
             if let Some(p) = rt.profiler.as_ref() {
                 STATUS.set_npu_busy_us(p.summary().npu_us);
+                // Only a build with the interpreter has its time to publish.
+                #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+                STATUS.set_interpreter_busy_us(p.summary().interpreter_us);
             }
-            if work == 0 || answered % 64 == 1 {
+            if idle || answered % 64 == 1 {
                 let last = rt.profiler.as_ref().and_then(|p| p.last());
                 if last.is_some() {
                     publish_profile(last);
@@ -556,6 +623,112 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             }
         }
     }
+}
+
+/// An execution device whose every output is recorded for the status view
+/// and the log (the CPU interpreter's, in this service).
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+struct Observed<D> {
+    device: D,
+    device_name: &'static str,
+}
+
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+impl<D: NpuDevice> Observed<D> {
+    fn record(&self, output: &[u8]) {
+        let Some(id) = self.device.loaded_model() else {
+            return;
+        };
+        RESULTS.fetch_add(1, Ordering::Relaxed);
+        let labels = *LABELS.lock();
+        let mut snapshot = SNAPSHOT.lock();
+        let Some(name) = snapshot
+            .models
+            .iter()
+            .find(|m| m.handle == id)
+            .map(|m| m.name.clone())
+        else {
+            return;
+        };
+        let classes = labels
+            .iter()
+            .find(|(model, _)| *model == name.as_str())
+            .map_or(&[][..], |(_, c)| *c);
+        let line = ResultLine::new(name, self.device_name, output, classes);
+        printkln!("synaptic: result {}", line);
+        match snapshot.results.iter_mut().find(|r| r.model == line.model) {
+            Some(r) => {
+                let count = r.count.wrapping_add(1);
+                *r = ResultLine { count, ..line };
+            }
+            None => {
+                let _ = snapshot.results.push(line);
+            }
+        }
+    }
+}
+
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+impl<D: NpuDevice> NpuDevice for Observed<D> {
+    fn init(&mut self) -> Result<(), NpuError> {
+        self.device.init()
+    }
+    fn deinit(&mut self) {
+        self.device.deinit()
+    }
+    fn capabilities(&self) -> NpuCapabilities {
+        self.device.capabilities()
+    }
+    fn state(&self) -> NpuState {
+        self.device.state()
+    }
+    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
+        self.device.load_model(model)
+    }
+    fn unload_model(&mut self) {
+        self.device.unload_model()
+    }
+    fn loaded_model(&self) -> Option<u32> {
+        self.device.loaded_model()
+    }
+    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
+        self.device.set_input(input)
+    }
+    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
+        self.device.invoke()
+    }
+    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
+        self.device.invoke_async(done, context)
+    }
+    fn poll(&mut self) -> bool {
+        self.device.poll()
+    }
+    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
+        let n = self.device.get_output(output)?;
+        self.record(&output[..n]);
+        Ok(n)
+    }
+    fn suspend(&mut self) -> Result<(), NpuError> {
+        self.device.suspend()
+    }
+    fn resume(&mut self) -> Result<(), NpuError> {
+        self.device.resume()
+    }
+    fn clear_error(&mut self) -> Result<(), NpuError> {
+        self.device.clear_error()
+    }
+}
+
+/// The CPU interpreter device over its static arena, initialised.
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+fn cpu_interpreter() -> Option<Observed<synaptic_runtime::device::TfliteDevice<'static>>> {
+    let arena = CPU_ARENA.try_take()?;
+    let mut device = synaptic_runtime::device::TfliteDevice::new(&mut arena[..]);
+    device.init().ok()?;
+    Some(Observed {
+        device,
+        device_name: synaptic_runtime::device::Device::CpuInterpreter.name(),
+    })
 }
 
 /// One look's pause while a job is on the device. In QEMU a `wfe` hands

@@ -143,8 +143,13 @@ pub extern "C" fn syn_shell_prof_last(sh: *const c_void) -> c_int {
         Some(p) => print(
             sh,
             format_args!(
-                "last inference: total {} us, pre {} us, npu {} us, post {} us, npu share {} permille",
-                p.total_us, p.preprocess_us, p.npu_us, p.postprocess_us, p.npu_utilization_permille
+                "last inference: total {} us, pre {} us, npu {} us, cpu interpreter {} us, post {} us, npu share {} permille",
+                p.total_us,
+                p.preprocess_us,
+                p.npu_us,
+                p.interpreter_us,
+                p.postprocess_us,
+                p.npu_utilization_permille
             ),
         ),
         None => print(sh, format_args!("no inference profiled yet")),

@@ -64,6 +64,8 @@ pub struct ServiceStatus {
     slots: AtomicU32,
     /// NPU time of every profiled inference so far, microseconds.
     npu_busy_us: AtomicU32,
+    /// CPU interpreter time of every profiled inference so far, microseconds.
+    interpreter_busy_us: AtomicU32,
 }
 
 /// The service's counters (one per program).
@@ -95,6 +97,7 @@ impl ServiceStatus {
             held_mask: AtomicU32::new(0),
             slots: AtomicU32::new(0),
             npu_busy_us: AtomicU32::new(0),
+            interpreter_busy_us: AtomicU32::new(0),
         }
     }
 
@@ -142,6 +145,17 @@ impl ServiceStatus {
     /// busy fraction over a window is its growth over the window's length).
     pub fn npu_busy_us(&self) -> u32 {
         self.npu_busy_us.load(Ordering::Relaxed)
+    }
+
+    /// Records the CPU interpreter's busy time so far (the profiler's summary).
+    pub fn set_interpreter_busy_us(&self, us: u64) {
+        self.interpreter_busy_us
+            .store(saturate(us), Ordering::Relaxed);
+    }
+
+    /// CPU interpreter time of every profiled inference so far, microseconds.
+    pub fn interpreter_busy_us(&self) -> u32 {
+        self.interpreter_busy_us.load(Ordering::Relaxed)
     }
 
     /// Record the serving layer's counters (intake and server merged).
@@ -266,6 +280,11 @@ impl ServiceStatus {
             r(&self.repairs),
             r(&self.corrupt)
         ));
+        line(format_args!(
+            "device busy (profiled): npu {} us, cpu interpreter {} us",
+            r(&self.npu_busy_us),
+            r(&self.interpreter_busy_us)
+        ));
         if r(&self.reply_failures) > 0 {
             line(format_args!(
                 "replies lost (ring to CPU1 full): {}",
@@ -299,8 +318,87 @@ pub struct ModelLine {
     pub input: usize,
     /// Output bytes.
     pub output: usize,
+    /// The execution devices it may run on.
+    pub devices: synaptic_runtime::device::DeviceMask,
     /// Whether CPU1 can reach it.
     pub exported: bool,
+}
+
+/// Largest output a [`ResultLine`] keeps (scores beyond it are not shown).
+pub const RESULT_SCORES: usize = 8;
+
+/// The last output of a model run on the CPU interpreter, with its
+/// predicted label.
+#[derive(Clone, Debug)]
+pub struct ResultLine {
+    /// Registry name.
+    pub model: String<32>,
+    /// The device that produced it (`Device::name`).
+    pub device: &'static str,
+    /// The output as int8 scores (the first [`RESULT_SCORES`]).
+    pub scores: Vec<i8, RESULT_SCORES>,
+    /// Class names in output order (empty: not named).
+    pub classes: &'static [&'static str],
+    /// Outputs of this model so far.
+    pub count: u32,
+}
+
+impl ResultLine {
+    /// A line for `output` (int8 bytes) of `model` on `device`; `classes`
+    /// names the output's entries.
+    pub fn new(
+        model: String<32>,
+        device: &'static str,
+        output: &[u8],
+        classes: &'static [&'static str],
+    ) -> Self {
+        let scores = output
+            .iter()
+            .take(RESULT_SCORES)
+            .map(|&b| b as i8)
+            .collect();
+        ResultLine {
+            model,
+            device,
+            scores,
+            classes,
+            count: 1,
+        }
+    }
+
+    /// Index of the highest score (the first on a tie).
+    pub fn predicted(&self) -> Option<usize> {
+        let mut best: Option<(usize, i8)> = None;
+        for (i, &s) in self.scores.iter().enumerate() {
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((i, s));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+}
+
+impl fmt::Display for ResultLine {
+    /// `<model> (<device>): <label> (scores: <class> <score>, ...)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): ", self.model, self.device)?;
+        match self.predicted() {
+            Some(i) => match self.classes.get(i) {
+                Some(label) => write!(f, "{label}")?,
+                None => write!(f, "class {i}")?,
+            },
+            None => f.write_str("no output")?,
+        }
+        f.write_str(" (scores:")?;
+        for (i, s) in self.scores.iter().enumerate() {
+            let sep = if i == 0 { " " } else { ", " };
+            match self.classes.get(i) {
+                Some(label) => write!(f, "{sep}{label} {s}")?,
+                None => write!(f, "{sep}{s}")?,
+            }
+        }
+        f.write_str(")")
+    }
 }
 
 /// The runtime as the serving thread last published it.
@@ -314,6 +412,8 @@ pub struct Snapshot {
     pub caps: Option<NpuCapabilities>,
     /// The last profiled inference.
     pub prof: Option<InferenceProfile>,
+    /// The last output of each model the CPU interpreter ran.
+    pub results: Vec<ResultLine, MAX_MODELS>,
     /// Why the service did not start, if it did not.
     pub setup_error: Option<&'static str>,
 }
@@ -324,6 +424,7 @@ pub static SNAPSHOT: KernelMutex<Snapshot> = KernelMutex::new(Snapshot {
     mem: None,
     caps: None,
     prof: None,
+    results: Vec::new(),
     setup_error: None,
 });
 

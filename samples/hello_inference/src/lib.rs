@@ -177,6 +177,8 @@ fn run(clock: &ZephyrClock) -> Result<(), Failed> {
             flash_size: MODEL_IMAGE.len() as u32,
             sram_needed: MODEL_IMAGE.len() as u32,
             crc32: crc32(&MODEL_IMAGE),
+            devices: synaptic_runtime::device::DeviceMask::NPU,
+            image: &[],
         })
     );
     let weights = step!(
@@ -281,6 +283,7 @@ fn run(clock: &ZephyrClock) -> Result<(), Failed> {
         let mut env = Env {
             registry: &mut registry,
             npu: &mut npu,
+            cpu: None,
             pipelines: &pipelines,
             clock,
             profiler: Some(&mut profiler),

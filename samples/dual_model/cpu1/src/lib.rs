@@ -5,6 +5,11 @@
 //! `STATUS_REQ` heartbeat measures the round trip, which the client
 //! publishes in the control block for CPU0's `syn ipc status`.
 //!
+//! With `CONFIG_SYNAPTIC_CPU_INTERPRETER` it instead looks up the real
+//! networks and sends the four shipped test inputs (from CPU1's flash,
+//! converted to int8 straight into the slot) once, each waiting for its
+//! answer, then keeps only the heartbeat.
+//!
 //! CPU1 has no console; what it does shows on CPU0's. No floating point.
 #![no_std]
 
@@ -21,6 +26,7 @@ fn sleep_ms(ms: i32) {
     unsafe { zephyr::raw::k_msleep(ms) };
 }
 
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
 fn uptime_ms() -> i64 {
     // SAFETY: plain kernel call.
     unsafe { zephyr::raw::k_uptime_get() }
@@ -32,6 +38,48 @@ extern "C" fn rust_main() {
         // Nothing to report to without a link: CPU0 shows the link down.
         return;
     };
+    #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+    real_inputs(client);
+    #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+    synthetic_traffic(client);
+}
+
+/// Real models: the four shipped inputs once, then the heartbeat.
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+fn real_inputs(client: &client::ZephyrClient) {
+    use models::real;
+    // The interpreter runs person detection in seconds of emulated time.
+    const REAL_TIMEOUT: Timeout = Timeout::Millis(300_000);
+    let mut output = [0u8; 16];
+    for (model, input, _) in &real::INPUTS {
+        let Ok(handle) = client.model_lookup(model, TIMEOUT) else {
+            continue;
+        };
+        let len = input.len();
+        // The image takes the frame slot; a feature window any slot it fits.
+        let reserved = if len > real::SPEECH_LEN {
+            client.session(REAL_TIMEOUT)
+        } else {
+            client.reserve(len, REAL_TIMEOUT)
+        };
+        if let Ok(mut session) = reserved {
+            let staged = session.infer_input();
+            if let Some(slot) = staged.get_mut(..len) {
+                real::to_int8(input, slot);
+                // Errors show on CPU0's status view.
+                let _ = session.infer(handle, len, &mut output, Priority::Normal, REAL_TIMEOUT);
+            }
+        }
+    }
+    loop {
+        sleep_ms(models::HEARTBEAT_MS as i32);
+        let _ = client.ping(TIMEOUT);
+    }
+}
+
+/// Stub models: alternate frames and MFCC windows at the sensor cadence.
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+fn synthetic_traffic(client: &client::ZephyrClient) {
     let (Ok(face), Ok(kws)) = (
         client.model_lookup(models::FACE, TIMEOUT),
         client.model_lookup(models::KWS, TIMEOUT),

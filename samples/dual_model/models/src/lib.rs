@@ -1,11 +1,99 @@
 //! What both images of the `dual_model` sample agree on: the two models CPU0
 //! registers and CPU1 looks up by name, the synthetic sensor data CPU1
-//! renders straight into the exchange slot, and the cadence.
+//! renders straight into the exchange slot, and the cadence; and, for the
+//! build with the CPU interpreter ([`real`]), the two real networks, their
+//! class labels and the shipped test inputs.
 //!
 //! Everything here is integer arithmetic: CPU1 has no FPU.
 #![no_std]
 
 use synaptic_runtime::registry::ModelDesc;
+
+/// The real networks of `models/` (see its README) and their test inputs,
+/// for the build with `CONFIG_SYNAPTIC_CPU_INTERPRETER`. CPU0 links the
+/// flatbuffers (319 KB of flash), CPU1 the inputs (22 KB); the linker drops
+/// what an image does not use.
+pub mod real {
+    use synaptic_runtime::arena::ArenaError;
+    use synaptic_runtime::registry::ModelDesc;
+
+    /// Person detection (MobileNet v1 0.25, TFLite Micro's example).
+    pub const PERSON: &str = "person_detect";
+    /// Its input shape: one 96x96 grayscale int8 image.
+    pub const PERSON_INPUT: [u32; 4] = [1, 96, 96, 1];
+    /// Its input bytes.
+    pub const PERSON_LEN: usize = 96 * 96;
+    /// Its output classes, in output order.
+    pub const PERSON_LABELS: &[&str] = &["no person", "person"];
+    /// Keyword spotting (TFLite Micro's micro-speech TinyConv).
+    pub const SPEECH: &str = "micro_speech";
+    /// Its input shape: 49 frames of 40 features, int8.
+    pub const SPEECH_INPUT: [u32; 2] = [1, 49 * 40];
+    /// Its input bytes.
+    pub const SPEECH_LEN: usize = 49 * 40;
+    /// Its output classes, in output order (the model's training labels:
+    /// `models/README.md`).
+    pub const SPEECH_LABELS: &[&str] = &["silence", "unknown", "yes", "no"];
+    /// Model name and class labels, for `service::label_outputs`.
+    pub const LABELS: &[(&str, &[&str])] = &[(PERSON, PERSON_LABELS), (SPEECH, SPEECH_LABELS)];
+
+    /// The person detector's flatbuffer (CPU0 flash).
+    pub static PERSON_TFLITE: &[u8] = include_bytes!("../../../../models/person_detect.tflite");
+    /// The keyword spotter's flatbuffer (CPU0 flash).
+    pub static SPEECH_TFLITE: &[u8] = include_bytes!("../../../../models/micro_speech.tflite");
+
+    /// The shipped test inputs in the order CPU1 sends them, each with the
+    /// model it is for and the label LiteRT's reference kernels predict
+    /// (`models/golden/`): unsigned 8-bit data, converted to the models'
+    /// int8 by [`to_int8`]. The no-person image is one the network gets
+    /// wrong: LiteRT scores it no person -25, person 25 (`e719`), and so,
+    /// bit-exactly, does the interpreter.
+    pub static INPUTS: [(&str, &[u8], &str); 4] = [
+        (
+            PERSON,
+            include_bytes!("../../../../models/inputs/person.u8"),
+            "person",
+        ),
+        (
+            PERSON,
+            include_bytes!("../../../../models/inputs/no_person.u8"),
+            "person",
+        ),
+        (
+            SPEECH,
+            include_bytes!("../../../../models/inputs/yes.u8"),
+            "yes",
+        ),
+        (
+            SPEECH,
+            include_bytes!("../../../../models/inputs/no.u8"),
+            "no",
+        ),
+    ];
+
+    /// Copies unsigned 8-bit `input` into `out` as the int8 the models take
+    /// (`byte - 128`, i.e. `byte ^ 0x80`); returns the bytes written.
+    pub fn to_int8(input: &[u8], out: &mut [u8]) -> usize {
+        let n = input.len().min(out.len());
+        for (o, &b) in out.iter_mut().zip(&input[..n]) {
+            *o = b ^ 0x80;
+        }
+        n
+    }
+
+    /// The two real models as CPU0 registers them: for the CPU interpreter
+    /// only, with their flatbuffers.
+    ///
+    /// # Errors
+    ///
+    /// Never for the shapes above (a shape error would be a bug here).
+    pub fn descs() -> Result<[ModelDesc<'static>; 2], ArenaError> {
+        Ok([
+            ModelDesc::tflite(PERSON, &PERSON_INPUT, PERSON_LABELS.len(), PERSON_TFLITE)?,
+            ModelDesc::tflite(SPEECH, &SPEECH_INPUT, SPEECH_LABELS.len(), SPEECH_TFLITE)?,
+        ])
+    }
+}
 
 /// Face detection: a 96x96 RGB int8 frame in, served at `REALTIME`.
 pub const FACE: &str = "face_detect";
@@ -104,6 +192,41 @@ pub fn render_mfcc(seq: u32, out: &mut [u8]) {
 mod tests {
     extern crate std;
     use super::*;
+
+    #[test]
+    fn real_models_give_the_expected_labels_on_the_interpreter() {
+        use synaptic_runtime::device::TfliteDevice;
+        use synaptic_runtime::npu::NpuDevice;
+        use synaptic_runtime::registry::Registry;
+        let descs = real::descs().expect("descs");
+        let mut registry: Registry<2> = Registry::new();
+        // The service's default CPU interpreter arena.
+        let mut arena = std::vec![0u8; 90_112];
+        let mut cpu = TfliteDevice::new(&mut arena);
+        cpu.init().unwrap();
+        assert!(cpu.arena_needed(real::PERSON_TFLITE).unwrap() <= 90_112);
+        for d in &descs {
+            registry.register(d).unwrap();
+        }
+        for (model, input, label) in &real::INPUTS {
+            let h = registry.find(model).unwrap();
+            cpu.load_model(&registry.device_model(h).unwrap()).unwrap();
+            let mut staged = std::vec![0u8; input.len()];
+            assert_eq!(real::to_int8(input, &mut staged), input.len());
+            cpu.set_input(&staged).unwrap();
+            cpu.invoke().unwrap();
+            let mut out = [0u8; 4];
+            let n = cpu.get_output(&mut out).unwrap();
+            let scores: std::vec::Vec<i8> = out[..n].iter().map(|&b| b as i8).collect();
+            let best = (0..n).fold(0, |b, i| if scores[i] > scores[b] { i } else { b });
+            let labels = if *model == real::PERSON {
+                real::PERSON_LABELS
+            } else {
+                real::SPEECH_LABELS
+            };
+            assert_eq!(labels[best], *label, "{model} {scores:?}");
+        }
+    }
 
     #[test]
     fn descs_fit_the_exchange_slot() {

@@ -1,0 +1,485 @@
+//! Execution devices: which device runs a model step, and the CPU
+//! interpreter device ([`TfliteDevice`]) beside the NPU.
+//!
+//! Two devices implement [`NpuDevice`]: the NPU (the stub NPU on the host
+//! and on boards without one) and [`TfliteDevice`], CPU0's own core running
+//! `synaptic-tflite` on the model's `.tflite` flatbuffer. A model names the
+//! devices it may run on in [`ModelDesc::devices`](crate::registry::ModelDesc)
+//! (a [`DeviceMask`]); the CPU device also needs the flatbuffer bytes
+//! ([`ModelDesc::image`](crate::registry::ModelDesc)).
+//!
+//! # Why `Option<&mut dyn NpuDevice>` in `Env`
+//!
+//! The scheduler's [`Env`](crate::sched::Env) keeps its generic NPU `N` and
+//! gains `cpu: Option<&mut dyn NpuDevice>`. A second generic parameter
+//! would ripple into every function that names `Env`, `Runtime` or the
+//! serving layer (and into every caller's type annotations) for a device
+//! that is called once per model step, where one indirect call is nothing
+//! next to an inference. `None` is the board without the interpreter: the
+//! CPU device costs nothing unless a firmware builds one.
+//!
+//! # Placement
+//!
+//! The scheduler asks a [`Placement`] function, once per model step, which
+//! device runs it, passing a [`PlacementQuery`] (the model's allowed
+//! devices, the devices present, whether the NPU is busy). The default,
+//! [`prefer_npu`], is: **the NPU when the model allows it, else the CPU
+//! interpreter**; a model whose allowed devices are all absent fails with
+//! [`JobError::NoDevice`](crate::sched::JobError::NoDevice) (`-ENODEV`).
+//! [`Scheduler::set_placement`](crate::sched::Scheduler::set_placement) is
+//! the one seam for other policies (earliest finish time across devices,
+//! say); a policy that names a device the model does not allow or that is
+//! absent is refused the same way, so no policy can run a model where it was
+//! not registered. Without a CPU device in `Env` the NPU is the only
+//! candidate and the policy is not consulted (the offload path, issue 9,
+//! pays no lookup for placement); a model that does not allow the NPU then
+//! fails with `NoDevice` when its step is staged.
+//!
+//! # The CPU device's model
+//!
+//! * Synchronous: [`NpuDevice::invoke`] runs the whole network before it
+//!   returns; [`NpuDevice::invoke_async`] does the same and calls `done`
+//!   before returning (capabilities say `async_invoke: false`, and the
+//!   scheduler never starts it asynchronously).
+//! * Its arena is one caller-given slice, laid out as the interpreter's
+//!   plan (tensors, bookkeeping, activations), then the model's output, then
+//!   the staged input at the end: `set_input` copies the input there, and
+//!   `invoke` plans the interpreter in front of it, copies the input into
+//!   the input tensor, runs, and copies the output out, so nothing depends
+//!   on where the interpreter puts its tensors between calls.
+//!   [`TfliteDevice::arena_needed`] says how large the slice must be
+//!   (for the shipped person detector: its 78,752-byte plan plus 9,216
+//!   input and 2 output bytes).
+//! * `load_model` parses (validates) the flatbuffer, checks its first input
+//!   and output against the registered tensor sizes, and plans once to check
+//!   the arena; every error is a [`NpuError`], never a panic.
+//! * `latency_us` of [`NpuRun`] is 0 (the device has no clock of its own);
+//!   the scheduler measures the step on its clock and books it as
+//!   interpreter time
+//!   ([`InferenceProfile::interpreter_us`](crate::prof::InferenceProfile)).
+
+use synaptic_tflite::{Interpreter, Model};
+
+use crate::arena::DType;
+use crate::npu::{NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState};
+
+/// An execution device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// The NPU (`Env::npu`).
+    Npu,
+    /// CPU0's core running the TFLite interpreter (`Env::cpu`).
+    CpuInterpreter,
+}
+
+impl Device {
+    /// Lower-case name, for logs and the shell.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Device::Npu => "npu",
+            Device::CpuInterpreter => "cpu",
+        }
+    }
+}
+
+/// A set of [`Device`]s.
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::device::{Device, DeviceMask};
+/// let both = DeviceMask::NPU.with(DeviceMask::CPU_INTERPRETER);
+/// assert!(both.contains(Device::Npu) && both.contains(Device::CpuInterpreter));
+/// assert!(!DeviceMask::NPU.contains(Device::CpuInterpreter));
+/// assert!(DeviceMask::NONE.is_empty());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DeviceMask(u8);
+
+impl DeviceMask {
+    /// No device.
+    pub const NONE: DeviceMask = DeviceMask(0);
+    /// The NPU only.
+    pub const NPU: DeviceMask = DeviceMask(1);
+    /// The CPU interpreter only.
+    pub const CPU_INTERPRETER: DeviceMask = DeviceMask(2);
+    /// Both devices.
+    pub const ALL: DeviceMask = DeviceMask(3);
+
+    /// The mask of one device.
+    pub const fn of(device: Device) -> DeviceMask {
+        match device {
+            Device::Npu => DeviceMask::NPU,
+            Device::CpuInterpreter => DeviceMask::CPU_INTERPRETER,
+        }
+    }
+
+    /// Both sets together.
+    pub const fn with(self, other: DeviceMask) -> DeviceMask {
+        DeviceMask(self.0 | other.0)
+    }
+
+    /// The devices in both sets.
+    pub const fn and(self, other: DeviceMask) -> DeviceMask {
+        DeviceMask(self.0 & other.0)
+    }
+
+    /// Whether `device` is in the set.
+    pub const fn contains(self, device: Device) -> bool {
+        self.0 & DeviceMask::of(device).0 != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 & DeviceMask::ALL.0 == 0
+    }
+
+    /// The raw bits (bit 0 NPU, bit 1 CPU interpreter).
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+}
+
+/// What a [`Placement`] decides on. New fields may be added (a policy reads
+/// the ones it needs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlacementQuery {
+    /// Raw handle of the model the step runs.
+    pub model: u32,
+    /// The devices the model was registered for.
+    pub allowed: DeviceMask,
+    /// The devices the scheduler's `Env` has.
+    pub present: DeviceMask,
+    /// Whether the NPU has an asynchronous invoke in flight (overlap mode).
+    pub npu_busy: bool,
+}
+
+impl PlacementQuery {
+    /// A query (for policies' own tests).
+    pub const fn new(model: u32, allowed: DeviceMask, present: DeviceMask, npu_busy: bool) -> Self {
+        PlacementQuery {
+            model,
+            allowed,
+            present,
+            npu_busy,
+        }
+    }
+
+    /// The devices that may run the step: allowed and present.
+    pub const fn usable(&self) -> DeviceMask {
+        self.allowed.and(self.present)
+    }
+}
+
+/// A placement policy: the device that runs a model step, or `None` when no
+/// usable device exists. The scheduler refuses an answer outside
+/// [`PlacementQuery::usable`].
+pub type Placement = fn(&PlacementQuery) -> Option<Device>;
+
+/// The default placement: the NPU when the model allows it and it is
+/// present, else the CPU interpreter when allowed and present, else none.
+/// It does not look at `npu_busy`: a model that may use the NPU waits for
+/// it.
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::device::{prefer_npu, Device, DeviceMask, PlacementQuery};
+/// let q = |allowed, present| PlacementQuery::new(1, allowed, present, false);
+/// assert_eq!(prefer_npu(&q(DeviceMask::ALL, DeviceMask::ALL)), Some(Device::Npu));
+/// assert_eq!(prefer_npu(&q(DeviceMask::ALL, DeviceMask::CPU_INTERPRETER)), Some(Device::CpuInterpreter));
+/// assert_eq!(prefer_npu(&q(DeviceMask::CPU_INTERPRETER, DeviceMask::NPU)), None);
+/// ```
+pub fn prefer_npu(query: &PlacementQuery) -> Option<Device> {
+    let usable = query.usable();
+    if usable.contains(Device::Npu) {
+        Some(Device::Npu)
+    } else if usable.contains(Device::CpuInterpreter) {
+        Some(Device::CpuInterpreter)
+    } else {
+        None
+    }
+}
+
+/// A [`TfliteDevice`] arena split: the plan's part, the output, the staged input.
+type Parts<'x> = (&'x mut [u8], &'x mut [u8], &'x mut [u8]);
+
+/// The resident model of a [`TfliteDevice`].
+#[derive(Clone, Copy)]
+struct Resident {
+    id: u32,
+    model: Model<'static>,
+    input_len: usize,
+    output_len: usize,
+}
+
+/// The CPU interpreter as an execution device: `synaptic-tflite` over its
+/// own arena slice (see the module documentation for its model).
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::arena::{DType, TensorMeta};
+/// use synaptic_runtime::device::TfliteDevice;
+/// use synaptic_runtime::npu::{NpuDevice, NpuError, NpuModel};
+///
+/// let mut arena = [0u8; 256];
+/// let mut cpu = TfliteDevice::new(&mut arena);
+/// cpu.init().unwrap();
+/// let not_a_model = NpuModel {
+///     id: 1,
+///     input: TensorMeta::vector(DType::Int8, 4).unwrap(),
+///     output: TensorMeta::vector(DType::Int8, 2).unwrap(),
+///     flash_offset: 0,
+///     flash_size: 0,
+///     image: b"not a flatbuffer",
+/// };
+/// assert_eq!(cpu.load_model(&not_a_model), Err(NpuError::InvalidImage));
+/// ```
+pub struct TfliteDevice<'d> {
+    arena: &'d mut [u8],
+    state: NpuState,
+    resident: Option<Resident>,
+    input_valid: bool,
+    output_valid: bool,
+    invokes: u32,
+}
+
+impl<'d> TfliteDevice<'d> {
+    /// A device in state `Off` over `arena`.
+    pub fn new(arena: &'d mut [u8]) -> Self {
+        TfliteDevice {
+            arena,
+            state: NpuState::Off,
+            resident: None,
+            input_valid: false,
+            output_valid: false,
+            invokes: 0,
+        }
+    }
+
+    /// Arena bytes the device needs for `image` (the interpreter's plan plus
+    /// the model's first input and output), planned in this device's arena.
+    /// Exact when the arena holds the plan's bookkeeping, else an upper
+    /// bound that always suffices. Any staged input is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`NpuError::InvalidImage`] when the image does not parse or plan;
+    /// [`NpuError::WrongState`] unless `Idle`.
+    pub fn arena_needed(&mut self, image: &[u8]) -> Result<usize, NpuError> {
+        self.expect(NpuState::Idle)?;
+        let model = Model::parse(image).map_err(|_| NpuError::InvalidImage)?;
+        let io = Self::io_len(&model)?;
+        self.input_valid = false;
+        self.output_valid = false;
+        let plan = match Interpreter::new(&model, self.arena) {
+            Ok(i) => i.arena_required(),
+            Err(synaptic_tflite::Error::ArenaTooSmall { needed, .. }) => needed,
+            Err(_) => return Err(NpuError::InvalidImage),
+        };
+        Ok(plan + io.0 + io.1)
+    }
+
+    /// Inferences run so far (failed ones included).
+    pub fn invoke_count(&self) -> u32 {
+        self.invokes
+    }
+
+    /// Bytes of the model's first input and first output.
+    fn io_len(model: &Model<'_>) -> Result<(usize, usize), NpuError> {
+        let input = model.input(0).map_err(|_| NpuError::InvalidImage)?;
+        let output = model.output(0).map_err(|_| NpuError::InvalidImage)?;
+        Ok((input.byte_len(), output.byte_len()))
+    }
+
+    fn expect(&self, state: NpuState) -> Result<(), NpuError> {
+        if self.state == state {
+            Ok(())
+        } else {
+            Err(NpuError::WrongState(self.state))
+        }
+    }
+
+    /// The plan's part of the arena, the output and the staged input.
+    fn split(&mut self, r: &Resident) -> Result<Parts<'_>, NpuError> {
+        let len = self.arena.len();
+        let io = r.input_len + r.output_len;
+        let plan_len = len.checked_sub(io).ok_or(NpuError::ModelTooLarge)?;
+        let (plan, rest) = self.arena.split_at_mut(plan_len);
+        let (output, input) = rest.split_at_mut(r.output_len);
+        Ok((plan, output, input))
+    }
+
+    fn run(&mut self, r: Resident) -> Result<(), NpuError> {
+        let (plan, output, input) = self.split(&r)?;
+        let mut interpreter =
+            Interpreter::new(&r.model, plan).map_err(|_| NpuError::ModelTooLarge)?;
+        interpreter
+            .input_mut(0)
+            .map_err(|_| NpuError::DeviceFault)?
+            .copy_from_slice(input);
+        interpreter.invoke().map_err(|_| NpuError::DeviceFault)?;
+        let out = interpreter.output(0).map_err(|_| NpuError::DeviceFault)?;
+        if out.len() != output.len() {
+            return Err(NpuError::DeviceFault);
+        }
+        output.copy_from_slice(out);
+        Ok(())
+    }
+}
+
+impl NpuDevice for TfliteDevice<'_> {
+    fn init(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Off)?;
+        self.state = NpuState::Idle;
+        Ok(())
+    }
+
+    fn deinit(&mut self) {
+        self.state = NpuState::Off;
+        self.resident = None;
+        self.input_valid = false;
+        self.output_valid = false;
+    }
+
+    fn capabilities(&self) -> NpuCapabilities {
+        NpuCapabilities {
+            max_input_bytes: self.arena.len(),
+            max_output_bytes: self.arena.len(),
+            dtype_mask: NpuCapabilities::dtype_bit(DType::Int8),
+            async_invoke: false,
+            max_resident_models: 1,
+        }
+    }
+
+    fn state(&self) -> NpuState {
+        self.state
+    }
+
+    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
+        self.expect(NpuState::Idle)?;
+        for t in [model.input, model.output] {
+            if t.dtype != DType::Int8 {
+                return Err(NpuError::UnsupportedDtype(t.dtype));
+            }
+        }
+        let parsed = Model::parse(model.image).map_err(|_| NpuError::InvalidImage)?;
+        let (input_len, output_len) = Self::io_len(&parsed)?;
+        if input_len != model.input.byte_len() || output_len != model.output.byte_len() {
+            return Err(NpuError::InvalidImage);
+        }
+        let resident = Resident {
+            id: model.id,
+            model: parsed,
+            input_len,
+            output_len,
+        };
+        // Plan once now, so a too-small arena is refused at load time.
+        let (plan, _, _) = self.split(&resident)?;
+        Interpreter::new(&resident.model, plan).map_err(|_| NpuError::ModelTooLarge)?;
+        self.resident = Some(resident);
+        self.input_valid = false;
+        self.output_valid = false;
+        Ok(())
+    }
+
+    fn unload_model(&mut self) {
+        self.resident = None;
+        self.input_valid = false;
+        self.output_valid = false;
+    }
+
+    fn loaded_model(&self) -> Option<u32> {
+        self.resident.map(|r| r.id)
+    }
+
+    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
+        self.expect(NpuState::Idle)?;
+        let r = self.resident.ok_or(NpuError::NoModel)?;
+        if input.len() != r.input_len {
+            return Err(NpuError::InputSizeMismatch {
+                expected: r.input_len,
+                actual: input.len(),
+            });
+        }
+        let (_, _, staged) = self.split(&r)?;
+        staged.copy_from_slice(input);
+        self.input_valid = true;
+        self.output_valid = false;
+        Ok(())
+    }
+
+    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
+        self.expect(NpuState::Idle)?;
+        let r = self.resident.ok_or(NpuError::NoModel)?;
+        if !self.input_valid {
+            return Err(NpuError::NoInput);
+        }
+        self.invokes = self.invokes.wrapping_add(1);
+        match self.run(r) {
+            Ok(()) => {
+                self.output_valid = true;
+                Ok(NpuRun { latency_us: 0 })
+            }
+            Err(e) => {
+                self.state = NpuState::Error;
+                self.output_valid = false;
+                Err(e)
+            }
+        }
+    }
+
+    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
+        self.expect(NpuState::Idle)?;
+        if self.resident.is_none() {
+            return Err(NpuError::NoModel);
+        }
+        if !self.input_valid {
+            return Err(NpuError::NoInput);
+        }
+        let result = self.invoke();
+        done(context, result);
+        Ok(())
+    }
+
+    fn poll(&mut self) -> bool {
+        false
+    }
+
+    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
+        self.expect(NpuState::Idle)?;
+        let r = self.resident.ok_or(NpuError::NoModel)?;
+        if !self.output_valid {
+            return Err(NpuError::NoOutput);
+        }
+        let Some(dst) = output.get_mut(..r.output_len) else {
+            return Err(NpuError::OutputTooSmall {
+                needed: r.output_len,
+                actual: output.len(),
+            });
+        };
+        let (_, out, _) = self.split(&r)?;
+        dst.copy_from_slice(out);
+        Ok(r.output_len)
+    }
+
+    fn suspend(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Idle)?;
+        self.state = NpuState::Suspended;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Suspended)?;
+        self.state = NpuState::Idle;
+        Ok(())
+    }
+
+    fn clear_error(&mut self) -> Result<(), NpuError> {
+        self.expect(NpuState::Error)?;
+        self.state = NpuState::Idle;
+        Ok(())
+    }
+}
