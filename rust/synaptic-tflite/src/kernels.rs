@@ -42,7 +42,26 @@ pub(crate) struct Requantize<'a> {
     pub channels: &'a [u8],
 }
 
-impl Requantize<'_> {
+impl<'a> Requantize<'a> {
+    /// The requantisation of a layer from `input` to `output` quantisation
+    /// with its fused `activation`, over per-channel multipliers
+    /// `channels`.
+    pub(crate) fn new(
+        input: crate::model::Quantization,
+        output: crate::model::Quantization,
+        activation: crate::model::Activation,
+        channels: &'a [u8],
+    ) -> Self {
+        let (act_min, act_max) = crate::quant::activation_range(activation, output);
+        Requantize {
+            input_offset: -input.zero_point,
+            output_offset: output.zero_point,
+            act_min,
+            act_max,
+            channels,
+        }
+    }
+
     #[inline(always)]
     fn finish(&self, acc: i32, multiplier: (i32, i32)) -> u8 {
         let scaled = multiply_by_quantized_multiplier(acc, multiplier.0, multiplier.1);

@@ -600,14 +600,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 activation,
                 ..
             } => {
-                let (act_min, act_max) = quant::activation_range(activation, output);
-                let q = kernels::Requantize {
-                    input_offset: -input.zero_point,
-                    output_offset: output.zero_point,
-                    act_min,
-                    act_max,
-                    channels,
-                };
+                let q = kernels::Requantize::new(input, output, activation, channels);
                 if depthwise {
                     kernels::depthwise_conv(&geometry, x, filter, bias, &q, y)
                 } else {
@@ -626,14 +619,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 activation,
                 ..
             } => {
-                let (act_min, act_max) = quant::activation_range(activation, output);
-                let q = kernels::Requantize {
-                    input_offset: -input.zero_point,
-                    output_offset: output.zero_point,
-                    act_min,
-                    act_max,
-                    channels,
-                };
+                let q = kernels::Requantize::new(input, output, activation, channels);
                 kernels::fully_connected(
                     batches,
                     depth,
