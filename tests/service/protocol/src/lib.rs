@@ -88,8 +88,7 @@ pub enum Word {
     RejoinOk,
     /// Errors after the restart.
     RejoinErrors,
-    /// Replies the second life's client dropped while it synchronised or
-    /// discarded after (the pre-restart one among them).
+    /// Late replies the second life's client discarded (the pre-restart one).
     Discarded2,
     /// The second life's first handshake round trip, microseconds.
     RejoinRttUs,
