@@ -116,17 +116,6 @@ miri_tests() {
     return "$status"
 }
 
-# Run request_path once over a scratch copy of its corpus, liveness on.
-replay_request_path() {
-    local scratch
-    scratch="$(mktemp -d)"
-    cp "$root/rust/fuzz/corpus/request_path/"* "$scratch/"
-    (cd "$root/rust/fuzz" && cargo +nightly fuzz run request_path "$scratch" -- -runs=0)
-    local status=$?
-    rm -rf "$scratch"
-    return "$status"
-}
-
 tier_host() {
     echo "=== tier host"
     cd "$root/rust" || return
@@ -143,12 +132,10 @@ tier_host() {
     cargo_tests "100,000-serve soak in the two-core simulator (release)" \
         cargo test --release -p synaptic-sim --test soak -- --ignored
     # Every fuzz target for 18 s from its committed corpus (about 4 minutes
-    # with a clean build on 2 cores); any crash fails. request_path explores
-    # without its liveness phase here (an open finding, rust/fuzz/
-    # artifacts-known/, would fail a run at random); its corpus, regression
-    # inputs included, is replayed with the liveness phase on.
-    check "fuzz: every target 18 s (scripts/fuzz.sh)" "$root/scripts/fuzz.sh" 18 --no-liveness
-    check "fuzz: request_path corpus replayed with its liveness phase" replay_request_path
+    # with a clean build on 2 cores), request_path with its liveness phase;
+    # each run starts by replaying the corpus (regression inputs included),
+    # and any crash fails.
+    check "fuzz: every target 18 s (scripts/fuzz.sh)" "$root/scripts/fuzz.sh" 18
     # Benchmarks print numbers; nothing asserts on time.
     check "ring benchmark (ns per message, ours vs heapless vs rtrb)" \
         cargo run --quiet --release -p synaptic-ring --example ring_bench

@@ -273,6 +273,16 @@ impl<const N: usize> Ring<N> {
         self.head.load(Ordering::Relaxed)
     }
 
+    /// The consumer's published tail, read with Acquire: the consumer has
+    /// taken every message below it, and whatever its core wrote before
+    /// publishing it is visible to the caller's later reads (a barrier for
+    /// a producer waiting until the peer has taken a given message). Not
+    /// checked: it is whatever the consumer (or a peer scribbling) wrote.
+    pub fn consumed(&self) -> u32 {
+        // Ordering: pairs with the consumer's Release store of tail.
+        self.tail.load(Ordering::Acquire)
+    }
+
     /// Slot of free-running index `index`; always in bounds.
     fn slot(&self, index: u32) -> &Slot {
         // `N` is a power of two, so this is a mask and can never exceed N-1.

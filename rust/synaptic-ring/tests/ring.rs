@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use common::{check, message};
-use synaptic_ring::{Ring, RingError};
+use synaptic_ring::{Consumer, Producer, Ring, RingError};
 
 #[test]
 fn fifo_full_and_empty() {
@@ -32,6 +32,25 @@ fn fifo_full_and_empty() {
     assert_eq!(rx.pop(), Ok(None));
     assert_eq!(tx.free(), Ok(4));
     assert_eq!((tx.corrupt_count(), rx.corrupt_count()), (0, 0));
+}
+
+#[test]
+fn consumed_is_the_consumers_published_tail() {
+    let start = u32::MAX - 1;
+    let ring = Ring::<4>::with_start_index(start);
+    // SAFETY: the only producer and the only consumer of this ring.
+    let (mut tx, mut rx) = unsafe { (Producer::attach(&ring), Consumer::attach(&ring)) };
+    let consumed = || ring.consumed();
+    assert_eq!(consumed(), start);
+    for seq in 0..3 {
+        tx.push(message(seq)).unwrap();
+    }
+    assert_eq!(consumed(), start, "pushes do not move it");
+    for seq in 0..3 {
+        check(seq, &rx.pop().unwrap().unwrap());
+        assert_eq!(consumed(), start.wrapping_add(seq + 1));
+    }
+    assert_eq!(consumed(), rx.tail(), "across the wrap");
 }
 
 #[test]

@@ -21,9 +21,25 @@
 //!   done with it, moves `ABANDONED → FREE`. A slot is therefore never
 //!   restaged while CPU0 may still read it, and a late reply is never
 //!   delivered to a later caller.
-//! * **A restarted CPU1 presumes every slot held** (`PRESUMED`) if anything
-//!   was ever sent on the ring, until a reply naming the slot from the
-//!   previous life or a `STATUS_RESP` mask frees it.
+//! * **A restarted CPU1 trusts no reply until it has synchronised.** A
+//!   previous life may have left requests on the ring, replies in the reply
+//!   ring and anything in the region, numbered its messages as it liked and
+//!   rewound its own ring's head, so neither an id nor a slot proves whose
+//!   a reply is. [`Client::attach`] presumes every slot held (`PRESUMED`)
+//!   and pushes one `STATUS_REQ`, the *sync request*, at ring index `s`.
+//!   CPU0 pops in order and answers every request that names no slot
+//!   (refusals, statuses) before it pops the next, so once CPU0's published
+//!   tail has passed `s` every such reply to the previous life lies below
+//!   the reply ring's head: the client drops everything up to that head
+//!   unread (counted in [`ClientStats::stale`]) and trusts every later
+//!   reply but those naming a presumed slot. Those come only from requests
+//!   CPU0 still held at the sync, so a presumed slot is freed only by the
+//!   mask of a `STATUS_RESP` (any reply after the sync is this life's), and
+//!   a reply naming it only asks for one. A ping sent before the sync is
+//!   sent again after it.
+//! * **A fresh region needs no sync**: [`Client::attach_fresh`], for a
+//!   platform that knows no CPU1 ran on the region since CPU0 published it
+//!   (and whose rings show no traffic), starts with every slot free.
 //! * **The local locks guard only sending and receiving**: reserving a slot
 //!   is lock-free, the sender lock is held for one push, and the receiver
 //!   lock for one drain of the reply ring (the dispatch thread's, or a
@@ -35,8 +51,10 @@
 //!   the reply ring itself and pauses with the platform's `relax` (Arm
 //!   `wfe`) between looks. [`Wait::Auto`] polls when CPU0's published
 //!   service-time estimate for the model is at most the poll threshold.
-//! * **Ids survive a restart.** [`Client::attach`] numbers messages from the
-//!   live head of the outgoing ring.
+//! * **Ids continue after a restart.** [`Client::attach`] numbers messages
+//!   from the live head of the outgoing ring, so a well-behaved previous
+//!   life's ids are not reused (a courtesy to CPU0's logs: the
+//!   synchronisation, not the ids, keeps a previous life's replies out).
 //! * **No floating point**, no heap; the local atomics (CPU1's own RAM) are
 //!   the only read-modify-write, never on the shared region.
 //! * Round trips: [`Client::ping`] stamps a `STATUS_REQ` with the clock;
@@ -179,6 +197,10 @@ pub struct ClientStats {
     /// Slots freed by a `STATUS_RESP` mask (their replies were lost, or
     /// belonged to a previous life).
     pub reclaimed: u32,
+    /// Replies dropped unread while the client synchronised after a
+    /// restart: what a previous life left, and this life's own answers
+    /// that were indistinguishable from it.
+    pub stale: u32,
     /// Shared words CPU1 owns (`cpu1_ready`, its layout version, its ring
     /// indices) found altered and rewritten by [`Client::maintain`].
     pub repairs: u32,
@@ -202,6 +224,16 @@ mod state {
     pub const DONE: u8 = 3;
     pub const ABANDONED: u8 = 4;
     pub const PRESUMED: u8 = 5;
+}
+
+/// Where a client stands with the replies of a previous life.
+mod sync {
+    /// The sync request is not pushed yet (the ring was full or corrupt).
+    pub const UNSENT: u8 = 0;
+    /// The sync request is on the ring; CPU0 has not taken it yet.
+    pub const SENT: u8 = 1;
+    /// Every reply from here on is this life's.
+    pub const DONE: u8 = 2;
 }
 
 /// One waiter: a slot's, or the ping's.
@@ -297,6 +329,7 @@ struct Counters {
     unexpected: AtomicU32,
     polled: AtomicU32,
     reclaimed: AtomicU32,
+    stale: AtomicU32,
     repairs: AtomicU32,
 }
 
@@ -338,8 +371,17 @@ pub struct Client<'r, const N: usize, D, S, C, L, Q> {
     /// The reply ring's tail after the last drain: a head that differs
     /// means something to pop (polling callers look before they lock).
     drained_to: AtomicU32,
-    /// The last id the previous life may have used (PRESUMED slots).
-    boundary: u32,
+    /// [`sync`] state: whether replies can be trusted yet.
+    sync: AtomicU8,
+    /// Index of the sync request on ring CPU1→CPU0 (once SENT).
+    sync_at: AtomicU32,
+    /// A `STATUS_REQ` is owed (pushed by the next drain): presumed slots,
+    /// or a ping sent before the sync, wait for a status this life trusts.
+    status_owed: AtomicBool,
+    /// The ping in flight was sent before the sync: send it again.
+    ping_resend: AtomicBool,
+    /// Whether the ping in flight asked to poll.
+    ping_polled: AtomicBool,
     ping_sent_us: AtomicU32,
     /// Round-trip statistics, written by the dispatch path only.
     rtt_last: AtomicU32,
@@ -364,11 +406,56 @@ where
     /// semaphores with no count (one per slot, one for the ping, one for
     /// callers waiting for a free slot).
     ///
-    /// Message ids continue from the ring's live head
-    /// ([`protocol::first_id_after_restart`]). If anything was ever sent on
-    /// the ring, every slot is presumed held until a reply or a status
-    /// proves otherwise. The round-trip words are reset.
+    /// Nothing a previous life left is trusted: every slot is presumed
+    /// held, and the sync request (a `STATUS_REQ`) is pushed now (or by the
+    /// next call that can, if the ring is full). Replies are dropped
+    /// unread until CPU0 has taken it, then a status frees the slots CPU0
+    /// does not hold (see the module docs). A reservation meanwhile waits
+    /// (or is [`ClientError::Busy`]); a dispatch thread or polling caller
+    /// completes the synchronisation. Message ids continue from the ring's
+    /// live head ([`protocol::first_id_after_restart`]). The round-trip
+    /// words are reset.
     pub fn attach(
+        region: &SharedRegion<'r, N>,
+        producer: Producer<'r, N>,
+        consumer: Consumer<'r, N>,
+        doorbell: D,
+        semaphore: impl FnMut() -> S,
+        clock: C,
+        config: ClientConfig,
+    ) -> Self {
+        Self::attach_as(
+            region, producer, consumer, doorbell, semaphore, clock, config, false,
+        )
+    }
+
+    /// The client of the first CPU1 life on a region CPU0 has just
+    /// published, for a platform that knows no CPU1 ran on it before (a
+    /// simulator or test that published it itself): every slot free, every
+    /// reply trusted from the start, nothing sent. Otherwise as
+    /// [`attach`](Self::attach), which it is whenever either ring shows
+    /// traffic (an index is not 0): such a region is not fresh, whatever
+    /// the caller believes.
+    pub fn attach_fresh(
+        region: &SharedRegion<'r, N>,
+        producer: Producer<'r, N>,
+        consumer: Consumer<'r, N>,
+        doorbell: D,
+        semaphore: impl FnMut() -> S,
+        clock: C,
+        config: ClientConfig,
+    ) -> Self {
+        let untouched = producer.head() == 0
+            && consumer.tail() == 0
+            && region.ring(Direction::Cpu1ToCpu0).consumed() == 0
+            && region.ring(Direction::Cpu0ToCpu1).head_hint() == 0;
+        Self::attach_as(
+            region, producer, consumer, doorbell, semaphore, clock, config, untouched,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attach_as(
         region: &SharedRegion<'r, N>,
         producer: Producer<'r, N>,
         consumer: Consumer<'r, N>,
@@ -376,6 +463,7 @@ where
         mut semaphore: impl FnMut() -> S,
         clock: C,
         config: ClientConfig,
+        fresh: bool,
     ) -> Self {
         let head = producer.head();
         let drained_to = AtomicU32::new(consumer.tail());
@@ -383,14 +471,14 @@ where
         region.publish_rtt(RttWords::default());
         let count = region.slot_count();
         let slots = core::array::from_fn(|k| {
-            let initial = if k >= count || head == 0 {
+            let initial = if k >= count || fresh {
                 state::FREE
             } else {
                 state::PRESUMED
             };
             Waiter::new(initial, semaphore())
         });
-        Client {
+        let client = Client {
             sender: L::new(sender),
             receiver: Q::new(consumer),
             region: *region,
@@ -401,7 +489,11 @@ where
             free_waiters: AtomicU32::new(0),
             free_wake: semaphore(),
             drained_to,
-            boundary: head,
+            sync: AtomicU8::new(if fresh { sync::DONE } else { sync::UNSENT }),
+            sync_at: AtomicU32::new(0),
+            status_owed: AtomicBool::new(false),
+            ping_resend: AtomicBool::new(false),
+            ping_polled: AtomicBool::new(false),
             ping_sent_us: AtomicU32::new(0),
             rtt_last: AtomicU32::new(0),
             rtt_min: AtomicU32::new(0),
@@ -409,6 +501,39 @@ where
             rtt_count: AtomicU32::new(0),
             counters: Counters::default(),
             doorbell: core::marker::PhantomData,
+        };
+        client.send_sync();
+        client
+    }
+
+    /// Whether the client trusts the reply ring: synchronised after a
+    /// restart, or attached fresh.
+    pub fn synchronised(&self) -> bool {
+        // Ordering: pairs with the Release that completes the sync.
+        self.sync.load(Ordering::Acquire) == sync::DONE
+    }
+
+    /// Push the sync request if it is not on the ring yet.
+    fn send_sync(&self) {
+        // Ordering: pairs with the Release below (another thread's push).
+        if self.sync.load(Ordering::Acquire) != sync::UNSENT {
+            return;
+        }
+        let msg = ValidMessage {
+            timestamp_us: self.clock.now_us() as u32,
+            ..ValidMessage::new(MessageType::StatusReq, Priority::Normal)
+        };
+        let mut sender = self.sender.lock();
+        if self.sync.load(Ordering::Acquire) != sync::UNSENT {
+            return;
+        }
+        // The push writes the slot at the producer's head.
+        let at = sender.producer().head();
+        if sender.send(msg).is_ok() {
+            bump_locked(&self.counters.sent);
+            self.sync_at.store(at, Ordering::Relaxed);
+            // Ordering: publishes `sync_at` to the drain that reads SENT.
+            self.sync.store(sync::SENT, Ordering::Release);
         }
     }
 
@@ -430,6 +555,14 @@ where
 
     fn drain_with(&self, consumer: &mut Consumer<'r, N>) -> usize {
         let mut total = 0;
+        if !self.synchronised() {
+            total += self.synchronise(consumer);
+            if !self.synchronised() {
+                // Ordering: as below.
+                self.drained_to.store(consumer.tail(), Ordering::Relaxed);
+                return total;
+            }
+        }
         // A budget per pass so a flooding peer cannot hold the caller.
         for _ in 0..N {
             let raw = match consumer.pop() {
@@ -442,17 +575,95 @@ where
                 Err(_) => bump_locked(&self.counters.unexpected),
             }
         }
+        if self.status_owed.load(Ordering::Relaxed) {
+            self.send_owed_status();
+        }
         // Ordering: CPU1-local, written under the receiver lock; a stale
         // value costs a polling caller one needless lock.
         self.drained_to.store(consumer.tail(), Ordering::Relaxed);
         total
     }
 
+    /// A drain before the sync (receiver lock held): drop what the reply
+    /// ring holds, and once CPU0 has taken the sync request, everything
+    /// below the reply ring's head, after which every reply is this
+    /// life's. Returns the messages dropped.
+    fn synchronise(&self, consumer: &mut Consumer<'r, N>) -> usize {
+        self.send_sync();
+        // Ordering: the Acquire of SENT makes `sync_at` visible.
+        let sent = self.sync.load(Ordering::Acquire) == sync::SENT;
+        // CPU0 answers each request naming no slot before it pops the next
+        // and restores the reply ring's head before it pops at all, so once
+        // its tail has passed the sync request (read with Acquire) the head
+        // read next counts every such answer to the previous life. A tail
+        // a previous life scribbled cannot pass it: attach took the live
+        // head at or past it.
+        let passed = sent
+            && is_after(
+                self.region.ring(Direction::Cpu1ToCpu0).consumed(),
+                self.sync_at.load(Ordering::Relaxed),
+            );
+        // Before that, nothing in the ring is provably this life's either.
+        // A corrupt head resynchronises the consumer: nothing is left.
+        let stale = consumer.available().unwrap_or(0);
+        let mut dropped = 0;
+        for _ in 0..stale {
+            match consumer.pop() {
+                Ok(Some(_)) => {
+                    dropped += 1;
+                    bump_locked(&self.counters.stale);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if passed {
+            // Presumed slots wait for a status; a ping sent before now may
+            // have had its answer dropped above.
+            self.ping_resend.store(true, Ordering::Relaxed);
+            self.status_owed.store(true, Ordering::Relaxed);
+            // Ordering: pairs with the Acquire in `synchronised`.
+            self.sync.store(sync::DONE, Ordering::Release);
+        }
+        dropped
+    }
+
+    /// Push the owed `STATUS_REQ` (receiver lock held, so no reply is being
+    /// matched meanwhile); it carries a ping sent before the sync, which
+    /// then waits for this one's answer. Owed again if the ring is full.
+    fn send_owed_status(&self) {
+        let now = self.clock.now_us() as u32;
+        let mut sender = self.sender.lock();
+        let resend =
+            self.ping_resend.swap(false, Ordering::Relaxed) && self.ping.state() == state::SENT;
+        let polled = resend && self.ping_polled.load(Ordering::Relaxed);
+        let msg = ValidMessage {
+            timestamp_us: now,
+            status: if polled { REQUEST_FLAG_POLLED } else { 0 },
+            ..ValidMessage::new(MessageType::StatusReq, Priority::Normal)
+        };
+        let id = sender.next_id();
+        if resend {
+            // Ordering: CPU1-local; read by the dispatch path, which the
+            // receiver lock (held) serialises with this.
+            self.ping.id.store(id, Ordering::Relaxed);
+            self.ping_sent_us.store(now, Ordering::Relaxed);
+        }
+        match sender.send(msg) {
+            Ok(_) => {
+                bump_locked(&self.counters.sent);
+                self.status_owed.store(false, Ordering::Relaxed);
+            }
+            // The next successful send reuses `id`; the ping keeps it.
+            Err(_) => self.ping_resend.store(resend, Ordering::Relaxed),
+        }
+    }
+
     /// Whether the reply ring may hold something this client has not
     /// drained (a hint: no lock, no ordering).
     fn replies_waiting(&self) -> bool {
-        self.region.ring(Direction::Cpu0ToCpu1).head_hint()
-            != self.drained_to.load(Ordering::Relaxed)
+        !self.synchronised()
+            || self.region.ring(Direction::Cpu0ToCpu1).head_hint()
+                != self.drained_to.load(Ordering::Relaxed)
     }
 
     /// Reserve the frame slot (slot 0, 27,648 input bytes), waiting within
@@ -527,9 +738,15 @@ where
                 fits(k) && matches!(self.slots[k].state(), state::ABANDONED | state::PRESUMED)
             });
             if stuck && !barrier_sent {
-                barrier_sent = self
-                    .send_status(self.clock.now_us() as u32, false, false)
-                    .is_ok();
+                if self.synchronised() {
+                    barrier_sent = self
+                        .send_status(self.clock.now_us() as u32, false, false)
+                        .is_ok();
+                } else {
+                    // The sync's completion sends the status that frees
+                    // the presumed slots.
+                    self.send_sync();
+                }
             }
             let woke = self.wait_for_free(deadline);
             self.free_waiters.fetch_sub(1, Ordering::SeqCst);
@@ -598,6 +815,7 @@ where
         if !self.ping.moves(state::FREE, state::STAGING) {
             return Err(ClientError::Busy);
         }
+        self.send_sync();
         if let Err(e) = self.send_status(now as u32, true, polled) {
             self.ping.set(state::FREE);
             return Err(e);
@@ -632,6 +850,8 @@ where
         if ping {
             self.ping_sent_us.store(now, Ordering::Relaxed);
             self.ping.id.store(id, Ordering::Relaxed);
+            self.ping_polled.store(polled, Ordering::Relaxed);
+            self.ping_resend.store(false, Ordering::Relaxed);
             self.ping.set(state::SENT);
         }
         match sender.send(msg) {
@@ -701,6 +921,7 @@ where
             unexpected: get(&c.unexpected),
             polled: get(&c.polled),
             reclaimed: get(&c.reclaimed),
+            stale: get(&c.stale),
             repairs: get(&c.repairs),
         }
     }
@@ -709,8 +930,10 @@ where
     /// layout version, the head of ring CPU1→CPU0 and the tail of ring
     /// CPU0→CPU1 (the latter only if no caller is draining it now). For
     /// the platform's periodic sweep, from a thread. Returns the words
-    /// rewritten (counted in [`ClientStats::repairs`]).
+    /// rewritten (counted in [`ClientStats::repairs`]). Also pushes the
+    /// sync request if the ring had no room for it so far.
     pub fn maintain(&self) -> u32 {
+        self.send_sync();
         let mut repaired = self.region.repair_cpu1_words();
         repaired += u32::from(self.sender.lock().repair());
         if let Some(mut consumer) = self.receiver.try_lock() {
@@ -858,10 +1081,10 @@ where
 
     fn on_slot_reply(&self, msg: &ValidMessage) {
         // A reply that names a slot (CPU0 took the slot: an answer or a
-        // runtime error) matches only that slot's waiter, so a reply to a
-        // request a previous life sent with a colliding id (a buggy life
-        // numbers its own) cannot hand this caller another slot's output.
-        // A refusal names none and matches by id alone.
+        // runtime error) matches only that slot's waiter, so a reply with
+        // another slot's id (a buggy CPU0) cannot hand this caller that
+        // slot's output. A refusal names none and matches by id alone
+        // (every one is this life's: the sync dropped the others).
         let named = self
             .region
             .slot_at(msg.payload_offset as usize)
@@ -887,13 +1110,11 @@ where
                 return;
             }
         }
-        // A reply from the previous life frees the slot it names.
-        if !is_after(msg.msg_id, self.boundary) {
-            if let Some(k) = self.region.slot_at(msg.payload_offset as usize) {
-                if self.slots[k].moves(state::PRESUMED, state::FREE) {
-                    self.notify_free();
-                }
-            }
+        // A reply naming a presumed slot answers a request from before the
+        // sync. CPU0 may be done with the slot, but another request from
+        // before may hold it by now: only a status can tell.
+        if named.is_some_and(|k| self.slots[k].state() == state::PRESUMED) {
+            self.status_owed.store(true, Ordering::Relaxed);
         }
         bump_locked(&self.counters.discarded);
     }
@@ -916,18 +1137,20 @@ where
 
     /// Free the slots a `STATUS_RESP` mask proves CPU0 done with.
     fn apply_barrier(&self, msg: &ValidMessage) {
-        // The mask is a barrier for every slot request sent before this ping.
+        // The mask is a barrier for every slot request sent before this
+        // ping. Every status is this life's (replies before the sync were
+        // dropped), so it was sent after every request of a previous life.
         for k in 0..self.region.slot_count() {
             let slot = &self.slots[k];
-            let (from, id) = match slot.state() {
-                state::ABANDONED => (state::ABANDONED, slot.id.load(Ordering::Relaxed)),
-                state::PRESUMED => (state::PRESUMED, self.boundary),
+            let (from, after) = match slot.state() {
+                state::ABANDONED => (
+                    state::ABANDONED,
+                    is_after(msg.msg_id, slot.id.load(Ordering::Relaxed)),
+                ),
+                state::PRESUMED => (state::PRESUMED, true),
                 _ => continue,
             };
-            if !mask_holds(msg.status, k)
-                && is_after(msg.msg_id, id)
-                && slot.moves(from, state::FREE)
-            {
+            if !mask_holds(msg.status, k) && after && slot.moves(from, state::FREE) {
                 bump_locked(&self.counters.reclaimed);
                 self.notify_free();
             }

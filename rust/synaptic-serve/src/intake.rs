@@ -21,6 +21,11 @@
 //!   the slot count, so it cannot overflow when it has that many entries.
 //! * Replies go through a [`ReplyPort`], the lock the intake shares with the
 //!   serving thread around CPU0's one sender.
+//! * A request that names no slot is answered before the next is popped,
+//!   and every drain first makes the reply ring's head CPU0's own again:
+//!   whenever the intake publishes a tail past a request, the reply ring's
+//!   head counts every answer to the requests before it that named no slot
+//!   (what a restarted CPU1's client synchronises on).
 
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -144,6 +149,13 @@ pub trait ReplyPort {
     ///
     /// The sender's error (ring full or corrupt).
     fn reply(&self, reply: ValidMessage, polled: bool) -> Result<(), IpcError>;
+
+    /// Make the reply ring's shared head CPU0's own again if a peer wrote
+    /// it; returns whether it had to. [`Intake::drain`] calls it before it
+    /// pops, so whenever CPU0 publishes a request ring tail the reply
+    /// ring's head counts every reply pushed before (a restarted CPU1's
+    /// synchronisation rests on it, see [`Client`](crate::Client)).
+    fn restore_head(&self) -> bool;
 }
 
 /// A [`Sender`] behind a [`LocalLock`] as a [`ReplyPort`].
@@ -190,11 +202,19 @@ impl<'a, const R: usize, D: Doorbell, L: LocalLock<Sender<'a, R, D>>> ReplyPort
             sender.reply(reply)
         }
     }
+
+    fn restore_head(&self) -> bool {
+        self.repair()
+    }
 }
 
 impl<T: ReplyPort + ?Sized> ReplyPort for &T {
     fn reply(&self, reply: ValidMessage, polled: bool) -> Result<(), IpcError> {
         (**self).reply(reply, polled)
+    }
+
+    fn restore_head(&self) -> bool {
+        (**self).restore_head()
     }
 }
 
@@ -255,12 +275,18 @@ impl<'r, const N: usize> Intake<'r, N> {
     }
 
     /// Pop and handle up to `N` messages; returns how many were popped.
+    ///
+    /// First the reply ring's head is made CPU0's again
+    /// ([`ReplyPort::restore_head`]): a head a previous life of CPU1
+    /// scribbled must not hide replies from the next life's
+    /// synchronisation, which reads it once CPU0 has taken its request.
     pub fn drain<S: Semaphore, const Q: usize>(
         &mut self,
         ledger: &SlotLedger,
         inbox: &Inbox<S, Q>,
         replies: &impl ReplyPort,
     ) -> usize {
+        replies.restore_head();
         let mut popped = 0;
         while popped < N {
             let raw = match self.consumer.pop() {

@@ -491,6 +491,10 @@ impl ReplyPort for Cpu0Port<'_> {
         count.set(count.get().wrapping_add(1));
         pushed.map_err(IpcError::from)
     }
+
+    fn restore_head(&self) -> bool {
+        self.producer.borrow_mut().repair()
+    }
 }
 
 /// CPU0's pieces, lent by [`Loopback::by_hand`] to a test that drives them
@@ -677,7 +681,7 @@ impl<'r> Loopback<'r> {
             face,
             buffer: PhantomData,
         };
-        cores.reboot_cpu1()?;
+        cores.start_cpu1(true)?;
         Ok(cores)
     }
 
@@ -747,8 +751,10 @@ impl<'r> Loopback<'r> {
 
     /// Restart CPU1: drop whatever runs there (client or raw handles),
     /// attach again ([`boot::attach`]: control block checked, `cpu1_ready`
-    /// set) and build a fresh client on the live ring indices. Only the
-    /// region's bytes survive.
+    /// set) and build a new client on the live ring indices
+    /// ([`Client::attach`]: it trusts no reply until it has synchronised
+    /// with CPU0, which takes a step or two). Only the region's bytes
+    /// survive.
     ///
     /// # Errors
     ///
@@ -756,6 +762,14 @@ impl<'r> Loopback<'r> {
     /// valid after [`ATTACH_RETRIES`] CPU0 steps (its maintenance); CPU1
     /// then runs nothing until the next reboot.
     pub fn reboot_cpu1(&mut self) -> Result<(), LoopbackError> {
+        self.start_cpu1(false)
+    }
+
+    /// Attach CPU1 (retrying while CPU0 repairs the control block) and
+    /// build its client: [`Client::attach_fresh`] for the first life on the
+    /// region [`new`](Self::new) just published, [`Client::attach`] (which
+    /// trusts nothing a previous life left) for a reboot.
+    fn start_cpu1(&mut self, first_life: bool) -> Result<(), LoopbackError> {
         self.cpu1 = Cpu1::Off;
         // As a booting CPU1 retries within its handshake time: CPU0's
         // maintenance (a step) restores control words a life scribbled.
@@ -775,18 +789,24 @@ impl<'r> Loopback<'r> {
             time: self.time.clone(),
             cpu0: Rc::clone(&self.cpu0),
         };
-        let client = Client::attach(
+        let config = ClientConfig {
+            poll_threshold_us: 0,
+            relax: || {},
+            swept: false,
+        };
+        let attach = if first_life {
+            Client::attach_fresh
+        } else {
+            Client::attach
+        };
+        let client = attach(
             &self.region,
             producer,
             consumer,
             NoDoorbell,
             StepSemaphore::new,
             clock,
-            ClientConfig {
-                poll_threshold_us: 0,
-                relax: || {},
-                swept: false,
-            },
+            config,
         );
         self.cpu1 = Cpu1::Client(Box::new(client));
         Ok(())

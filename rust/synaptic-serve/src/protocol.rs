@@ -37,10 +37,24 @@
 //! * **Replies may overtake each other.** Requests on different slots are
 //!   served by priority, so a REALTIME request may be answered before an
 //!   earlier NORMAL one; replies are matched by slot and `msg_id`.
-//! * **Ids never repeat across a CPU1 restart.** CPU1 numbers its messages
-//!   from the live head of its outgoing ring ([`first_id_after_restart`]), so
-//!   a reply to a pre-restart request can never carry the id of a request
-//!   made after it.
+//! * **Answers naming no slot come in request order.** CPU0's intake
+//!   answers every request that names no slot (a `STATUS_REQ`, a refusal)
+//!   before it pops the next, and makes the reply ring's head its own again
+//!   before it pops at all. So once CPU0's published tail of ring CPU1→CPU0
+//!   has passed a request, the reply ring's head counts every such answer
+//!   to the requests before it.
+//! * **A restarted CPU1 synchronises before it trusts a reply.** A previous
+//!   life may have numbered its requests as it liked and rewound its ring's
+//!   head, so no id (and no slot) proves a reply belongs to the new life.
+//!   The new life pushes a `STATUS_REQ` (the sync request), drops every
+//!   reply below the reply ring's head once CPU0's tail has passed it, and
+//!   from then on trusts every reply but those naming a slot CPU0 may still
+//!   hold for the previous life; a `STATUS_RESP` mask frees those slots
+//!   ([`Client::attach`](crate::Client::attach)).
+//! * **Ids continue across a CPU1 restart.** CPU1 numbers its messages from
+//!   the live head of its outgoing ring ([`first_id_after_restart`]), so a
+//!   well-behaved life's ids are not reused by the next (the sync above,
+//!   not the ids, is what keeps a previous life's replies out).
 
 use synaptic_abi::{EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_OFFSET, MAX_EXCHANGE_SLOTS};
 
@@ -84,8 +98,8 @@ pub const fn is_after(a: u32, b: u32) -> bool {
 }
 
 /// The first message id a (re)starting CPU1 uses, from the live head of its
-/// outgoing ring: every id it issued before is at most `head`, so the new
-/// life's ids are all after them.
+/// outgoing ring: every id a well-behaved life issued before is at most
+/// `head`, so the new life's ids are all after them.
 pub const fn first_id_after_restart(head: u32) -> u32 {
     match head.wrapping_add(1) {
         0 => 1,

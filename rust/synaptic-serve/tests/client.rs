@@ -44,8 +44,16 @@ const KWS: u32 = 0x0001_0000;
 const KWS_IN: usize = 490;
 const OUT: usize = 12;
 
+/// The first client on a window the test just published (every slot free,
+/// nothing sent; a later one on the same window is a restart, `restart`).
 fn attach<'r>(region: &SharedRegion<'r, N>) -> TestClient<'r> {
     attach_with(region, 0)
+}
+
+/// A client restarting on `region` ([`Client::attach`]): it trusts nothing
+/// a previous life left.
+fn restart<'r>(region: &SharedRegion<'r, N>) -> TestClient<'r> {
+    attach_life(region, 0, false, false)
 }
 
 fn attach_with<'r>(region: &SharedRegion<'r, N>, poll_threshold_us: u32) -> TestClient<'r> {
@@ -57,7 +65,24 @@ fn attach_config<'r>(
     poll_threshold_us: u32,
     swept: bool,
 ) -> TestClient<'r> {
-    attach_clock(region, MonotonicClock::new(), poll_threshold_us, swept)
+    attach_life(region, poll_threshold_us, swept, true)
+}
+
+/// A client on the monotonic clock; `fresh`: the first life on the region
+/// ([`Client::attach_fresh`]), else a restart ([`Client::attach`]).
+fn attach_life<'r>(
+    region: &SharedRegion<'r, N>,
+    poll_threshold_us: u32,
+    swept: bool,
+    fresh: bool,
+) -> TestClient<'r> {
+    attach_clock(
+        region,
+        MonotonicClock::new(),
+        poll_threshold_us,
+        swept,
+        fresh,
+    )
 }
 
 /// CPU1's client on clock `C`, on host semaphores and a silent doorbell
@@ -67,12 +92,18 @@ fn attach_clock<'r, C: Clock>(
     clock: C,
     poll_threshold_us: u32,
     swept: bool,
+    fresh: bool,
 ) -> MutexClient<'r, NoDoorbell, HostSemaphore, C> {
     // SAFETY: each test keeps at most one producer of ring CPU1→CPU0 and
     // one consumer of ring CPU0→CPU1 alive on CPU1's side (a restarted
     // client's predecessor is dropped first).
     let (consumer, producer) = unsafe { ring_ends(region, Direction::Cpu0ToCpu1) };
-    Client::attach(
+    let attach = if fresh {
+        Client::attach_fresh
+    } else {
+        Client::attach
+    };
+    attach(
         region,
         producer,
         consumer,
@@ -580,7 +611,7 @@ fn a_barrier_status_reply_frees_a_slot_whose_request_was_lost() {
 }
 
 #[test]
-fn a_restarted_client_numbers_after_the_live_head_and_presumes_every_slot_held() {
+fn a_restarted_client_trusts_no_reply_until_cpu0_has_taken_its_sync_request() {
     let mut buffer = RegionBuffer::new();
     let region = publish(buffer.bytes()).unwrap();
     let bell = HostSemaphore::new();
@@ -595,44 +626,149 @@ fn a_restarted_client_numbers_after_the_live_head_and_presumes_every_slot_held()
     for id in 1..=3 {
         assert_eq!(cpu0.pop().unwrap().msg_id, id);
     }
+    // CPU0 answers into the ring meanwhile (a buggy life numbers as it
+    // likes, so the ids may be anything, the next life's included).
+    cpu0.pong(3, 0);
+    cpu0.pong(5, 0);
 
-    let second_life = attach(&region);
+    let second_life = restart(&region);
+    assert!(!second_life.synchronised());
     assert_eq!(
         second_life.held_mask(),
         0b1111,
         "it cannot know what the first life left"
     );
+    assert_eq!(second_life.stats().sent, 1, "the sync request");
     assert!(second_life.reserve(1, Timeout::NoWait).is_err());
-    let ping = cpu0.pop().unwrap();
-    assert_eq!(ping.msg_id, 4, "ids continue after the live head");
-    assert_eq!(ping.msg_type, MessageType::StatusReq);
-    // Replies to the first life are never delivered, only used as proofs.
-    cpu0.pong(3, 0);
-    second_life.dispatch();
+    // Before CPU0 has taken the sync request, every reply is dropped
+    // unread, whatever its id: here a status saying every slot is free.
+    assert_eq!(second_life.dispatch(), 2);
+    assert!(!second_life.synchronised());
+    assert_eq!(second_life.held_mask(), 0b1111);
+    // More answers to the first life, then CPU0 takes the sync request
+    // (and answers it: an answer indistinguishable from the others).
+    cpu0.reply_slot(MessageType::InferResp, 4, OUT as i32, 3);
+    let refusal = ValidMessage {
+        msg_id: 5,
+        status: Errno::Fault.negative(),
+        ..ValidMessage::new(MessageType::InferResp, Priority::Normal)
+    };
+    cpu0.sender.reply(refusal).unwrap();
+    let sync = cpu0.pop().unwrap();
+    assert_eq!(sync.msg_id, 4, "ids continue after the live head");
+    assert_eq!(sync.msg_type, MessageType::StatusReq);
+    cpu0.pong(sync.msg_id, 0);
+    assert_eq!(second_life.dispatch(), 3);
+    assert!(second_life.synchronised());
+    assert_eq!(second_life.held_mask(), 0b1111, "nothing proved yet");
+    // From here on every reply is this life's: the status it owes itself
+    // frees every slot CPU0 reports free.
+    let status = cpu0.pop().unwrap();
     assert_eq!(
-        second_life.held_mask(),
-        0b1111,
-        "a status from before the restart proves nothing"
+        (status.msg_id, status.msg_type),
+        (5, MessageType::StatusReq)
     );
+    cpu0.pong(status.msg_id, 0b0001);
+    second_life.dispatch();
+    assert_eq!(second_life.held_mask(), 0b0001);
+    // CPU0 finishes the first life's request on the frame slot: a reply
+    // naming a presumed slot proves nothing (another request from before
+    // might hold the slot by now) but asks CPU0 for a status.
     cpu0.reply_slot(MessageType::InferResp, 2, OUT as i32, 0);
     second_life.dispatch();
+    assert_eq!(second_life.held_mask(), 0b0001);
+    let status = cpu0.pop().unwrap();
     assert_eq!(
-        second_life.held_mask(),
-        0b1110,
-        "a slot reply at or before the head frees the slot it names"
+        (status.msg_id, status.msg_type),
+        (6, MessageType::StatusReq)
     );
-    // The barrier's answer frees every slot it reports free.
-    cpu0.pong(ping.msg_id, 0b0100);
-    second_life.dispatch();
-    assert_eq!(second_life.held_mask(), 0b0100);
-    cpu0.reply_slot(MessageType::ModelLoad, 1, KWS as i32, 2);
+    cpu0.pong(status.msg_id, 0);
     second_life.dispatch();
     assert_eq!(second_life.held_mask(), 0);
+    assert!(cpu0.pop().is_none(), "no status owed any more");
     let s = second_life.stats();
     assert_eq!(
-        (s.delivered, s.discarded, s.pongs, s.reclaimed),
-        (0, 2, 2, 2)
+        (
+            s.sent,
+            s.stale,
+            s.delivered,
+            s.discarded,
+            s.pongs,
+            s.reclaimed
+        ),
+        (3, 5, 0, 1, 2, 4)
     );
+}
+
+#[test]
+fn a_restarted_client_serves_once_synchronised_and_answers_a_ping_sent_before() {
+    for dispatch in [true, false] {
+        let mut buffer = RegionBuffer::new();
+        let region = publish(buffer.bytes()).unwrap();
+        {
+            let bell = HostSemaphore::new();
+            let mut cpu0 = FakeCpu0::new(&region, &bell);
+            {
+                // The first life dies with a request CPU0 never answers.
+                let first_life = attach(&region);
+                let session = first_life.reserve(KWS_IN, Timeout::NoWait).unwrap();
+                let mut out = [0u8; OUT];
+                let r = session.infer(kws(), KWS_IN, &mut out, Priority::Normal, Timeout::NoWait);
+                assert_eq!(r, Err(ClientError::TimedOut));
+            }
+            assert!(cpu0.pop().is_some());
+        }
+        let client = restart(&region);
+        let ((), seen) = with_cpu0(region, &client, PROMPT, dispatch, |_| {
+            // The ping's answer may come before CPU0 took the sync request
+            // (and be dropped with the stale ones): it is sent again.
+            let wait = if dispatch {
+                Wait::Interrupt
+            } else {
+                Wait::Poll
+            };
+            assert!(client.ping_with(wait, Timeout::Millis(5_000)).is_ok());
+            assert!(client.synchronised());
+            assert_eq!(client.held_mask(), 0);
+            let mut session = client.reserve(KWS_IN, Timeout::Millis(5_000)).unwrap();
+            let staged = stage(session.infer_input(), KWS_IN, 7);
+            let mut out = [0u8; OUT];
+            let n = session.infer_with(
+                kws(),
+                KWS_IN,
+                &mut out,
+                Priority::Normal,
+                Wait::Poll,
+                Timeout::Millis(5_000),
+            );
+            assert_eq!(n, Ok(OUT));
+            assert_eq!(out.to_vec(), answer(&staged, OUT));
+        });
+        assert!(seen.answered >= 3, "{seen:?}");
+        let s = client.stats();
+        assert_eq!((s.delivered, s.timeouts), (1, 0), "{s:?}");
+    }
+}
+
+#[test]
+fn a_reservation_after_a_restart_waits_for_the_sync_and_no_longer() {
+    let mut buffer = RegionBuffer::new();
+    let region = publish(buffer.bytes()).unwrap();
+    {
+        let _first_life = attach(&region);
+        let bell = HostSemaphore::new();
+        let mut cpu0 = FakeCpu0::new(&region, &bell);
+        _first_life.ping(Timeout::NoWait).unwrap_err();
+        assert!(cpu0.pop().is_some());
+    }
+    let client = restart(&region);
+    let ((), _) = with_cpu0(region, &client, PROMPT, true, |_| {
+        // Nothing but the sync's completion sends the status that frees
+        // the presumed slots: a caller waiting forever is woken by it.
+        let session = client.reserve(KWS_IN, Timeout::Forever).unwrap();
+        assert!(session.slot() < SLOTS.count as usize);
+    });
+    assert!(client.synchronised());
 }
 
 #[test]
@@ -1024,10 +1160,6 @@ fn auto_polls_once_cpu0_publishes_an_estimate_under_the_threshold() {
 
 #[test]
 fn a_ping_asks_for_a_doorbell_exactly_when_its_caller_sleeps() {
-    let mut buffer = RegionBuffer::new();
-    let region = publish(buffer.bytes()).unwrap();
-    let bell = HostSemaphore::new();
-    let mut cpu0 = FakeCpu0::new(&region, &bell);
     for (threshold, wait, polled) in [
         (500, Wait::Interrupt, false),
         (500, Wait::Poll, true),
@@ -1036,14 +1168,17 @@ fn a_ping_asks_for_a_doorbell_exactly_when_its_caller_sleeps() {
         (0, Wait::Auto, false),
         (0, Wait::Interrupt, false),
     ] {
-        {
-            // One life per case (each ends before the next attaches).
-            let client = attach_with(&region, threshold);
-            assert_eq!(
-                client.ping_with(wait, Timeout::NoWait),
-                Err(ClientError::TimedOut)
-            );
-        }
+        // A fresh window per case: a client attached after another would
+        // be a restart, with its sync request first on the ring.
+        let mut buffer = RegionBuffer::new();
+        let region = publish(buffer.bytes()).unwrap();
+        let bell = HostSemaphore::new();
+        let mut cpu0 = FakeCpu0::new(&region, &bell);
+        let client = attach_with(&region, threshold);
+        assert_eq!(
+            client.ping_with(wait, Timeout::NoWait),
+            Err(ClientError::TimedOut)
+        );
         let request = cpu0.pop().unwrap();
         assert_eq!(request.msg_type, MessageType::StatusReq);
         assert_eq!(
@@ -1088,7 +1223,7 @@ fn a_caller_waiting_for_a_slot_is_woken_by_a_free_just_before_it_sleeps() {
     const PATIENCE_MS: u32 = 2_000;
     let mut buffer = RegionBuffer::new();
     let region = publish(buffer.bytes()).unwrap();
-    let client = attach_clock(&region, HookClock::default(), 0, false);
+    let client = attach_clock(&region, HookClock::default(), 0, false, true);
     let held = client.session(Timeout::NoWait).unwrap();
     let (free_now, told) = mpsc::channel::<()>();
     let (freed, done) = mpsc::channel::<()>();

@@ -1092,6 +1092,10 @@ impl<P: synaptic_serve::ReplyPort> synaptic_serve::ReplyPort for Preempted<'_, P
         (self.hook.borrow_mut())();
         pushed
     }
+
+    fn restore_head(&self) -> bool {
+        self.port.restore_head()
+    }
 }
 
 #[test]
@@ -1156,5 +1160,33 @@ fn a_request_sent_the_moment_cpu1_has_the_reply_is_not_refused() {
         assert_eq!(h.ledger.mask(), 0);
         let i = intake.stats();
         assert_eq!((i.busy, i.errors, i.forwarded), (0, 0, 2));
+    });
+}
+
+#[test]
+fn the_intake_restores_the_reply_rings_head_before_it_takes_a_request() {
+    run_with_intake(|h, cpu1, intake, inbox| {
+        // A previous life of CPU1 scribbled the reply ring's head (it
+        // hid nothing: no reply was pushed yet).
+        let head = h.region.ring(synaptic_abi::Direction::Cpu0ToCpu1);
+        let offset = synaptic_abi::region::ring_offset::<N>(synaptic_abi::Direction::Cpu0ToCpu1)
+            + synaptic_abi::region::RING_HEAD_OFFSET;
+        let word = h.region.shared_word(offset).unwrap();
+        word.store(7, std::sync::atomic::Ordering::Relaxed);
+        // A slot request is forwarded, not answered: no push rewrites
+        // the head. The drain restores it all the same, before it
+        // publishes the tail past the request, so a CPU1 that sees the
+        // tail pass reads CPU0's own head after it.
+        h.stage(h.kws.raw(), KWS_IN as u32, 1);
+        cpu1.push(h.infer_msg(1, Priority::Normal, KWS_IN)).unwrap();
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 1);
+        assert_eq!(intake.stats().forwarded, 1);
+        assert_eq!(head.head_hint(), 0, "CPU0's own head again");
+        assert_eq!(
+            h.region
+                .ring(synaptic_abi::Direction::Cpu1ToCpu0)
+                .consumed(),
+            1
+        );
     });
 }

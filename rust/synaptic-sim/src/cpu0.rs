@@ -567,6 +567,10 @@ impl ReplyPort for Replies<'_> {
         }
         pushed
     }
+
+    fn restore_head(&self) -> bool {
+        self.sender.restore_head()
+    }
 }
 
 /// CPU0's doorbell ISR, as a thread: on each doorbell (or every 2 ms, a

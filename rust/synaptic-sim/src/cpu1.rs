@@ -307,9 +307,16 @@ impl<'s> Sim<'s> {
         config: Cpu1Config,
         body: impl FnOnce(&Cpu1<'_, 's>) -> T,
     ) -> (T, Cpu1Report) {
-        let (_alive, producer, consumer, first_id) = self.begin_life();
+        let (_alive, producer, consumer, first_id, restart) = self.begin_life();
         let region = self.region;
-        let client: SimClient<'s> = Client::attach(
+        // The first life's region was just published by this simulation;
+        // every later one trusts nothing a previous life left.
+        let attach = if restart {
+            Client::attach
+        } else {
+            Client::attach_fresh
+        };
+        let client: SimClient<'s> = attach(
             &region,
             producer,
             consumer,
@@ -376,7 +383,8 @@ impl<'s> Sim<'s> {
 
     /// Start a CPU1 life: mark it alive (lives must not overlap), attach to
     /// the region, take the ring handles at their live indices and the
-    /// life's first message id. The guard ends the life when dropped.
+    /// life's first message id, and say whether a life ran before. The
+    /// guard ends the life when dropped.
     ///
     /// # Panics
     ///
@@ -389,9 +397,11 @@ impl<'s> Sim<'s> {
         Producer<'s, RING>,
         Consumer<'s, RING>,
         u32,
+        bool,
     ) {
         let overlapping = self.cpu1_alive.swap(true, Ordering::SeqCst);
         assert!(!overlapping, "CPU1 lives must not overlap");
+        let restart = self.cpu1_lived.swap(true, Ordering::SeqCst);
         let alive = StopOnDrop(|| self.cpu1_alive.store(false, Ordering::SeqCst));
         let region = self.region;
         // A booting CPU1 retries its attach for a while: CPU0's maintenance
@@ -410,7 +420,7 @@ impl<'s> Sim<'s> {
         // consumer of CPU0→CPU1 while they live.
         let (consumer, producer) = unsafe { ring_ends(&region, Direction::Cpu0ToCpu1) };
         let first_id = synaptic_serve::protocol::first_id_after_restart(producer.head());
-        (alive, producer, consumer, first_id)
+        (alive, producer, consumer, first_id, restart)
     }
 
     /// Run one CPU1 life without a client: the body plays a CPU1 that
@@ -420,7 +430,7 @@ impl<'s> Sim<'s> {
     ///
     /// As [`cpu1_with`](Self::cpu1_with).
     pub fn cpu1_raw<T>(&self, body: impl FnOnce(&mut RawCpu1<'_, 's>) -> T) -> T {
-        let (_alive, producer, consumer, first_id) = self.begin_life();
+        let (_alive, producer, consumer, first_id, _) = self.begin_life();
         let region = self.region;
         let mut raw = RawCpu1 {
             region,

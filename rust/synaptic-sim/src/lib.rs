@@ -86,6 +86,8 @@ pub struct Sim<'s> {
     ledger: &'s SlotLedger,
     /// A CPU1 life is running (lives must not overlap: each holds ring handles).
     cpu1_alive: AtomicBool,
+    /// A CPU1 life has run: the next one is a restart.
+    cpu1_lived: AtomicBool,
 }
 
 impl<'s> Sim<'s> {
@@ -180,6 +182,7 @@ pub fn run<R>(config: Cpu0Config, body: impl FnOnce(&Sim<'_>) -> R) -> (R, Cpu0R
             config: &config,
             ledger: &ledger,
             cpu1_alive: AtomicBool::new(false),
+            cpu1_lived: AtomicBool::new(false),
         };
         let value = body(&sim);
         drop(stop);

@@ -37,14 +37,19 @@ fn polling_callers_complete_without_a_dispatch_thread_or_a_doorbell() {
             ..Cpu1Config::default()
         };
         let ((), life) = sim.cpu1_with(no_dispatch, |cpu1| {
-            while cpu1.doorbell().take(Timeout::NoWait) {}
-            let (rings, events) = (sim.cpu0().doorbells(), sim.cpu0().doorbell_events());
-            // A restarted CPU1 presumes every slot held: a polled status
-            // frees them (a reservation's own barrier would wait for a
-            // dispatch thread this life does not have).
+            // A restarted CPU1 presumes every slot held and trusts no reply
+            // until CPU0 has taken its sync request: a polled ping drains
+            // the ring itself until then, and its answer frees the slots (a
+            // reservation's own barrier would wait for a dispatch thread
+            // this life does not have).
             assert_eq!(cpu1.client().held_mask(), 0b1111);
             let pong = cpu1.client().ping_with(Wait::Poll, LONG).unwrap();
             assert_eq!((pong.held_mask, cpu1.client().held_mask()), (0, 0));
+            // The sync request's answer rang the doorbell (it wakes a
+            // dispatch thread, where there is one); it came before the
+            // ping's.
+            while cpu1.doorbell().take(Timeout::NoWait) {}
+            let (rings, events) = (sim.cpu0().doorbells(), sim.cpu0().doorbell_events());
             let polled_before = cpu1.client().stats().polled;
             for seq in 0..40u32 {
                 let (model, handle) = if seq % 2 == 0 {
@@ -89,11 +94,17 @@ fn polling_callers_complete_without_a_dispatch_thread_or_a_doorbell() {
             // Not one interrupt: every reply came with an event only, and
             // CPU1's doorbell semaphore was never given.
             assert_eq!(sim.cpu0().doorbells(), rings);
-            assert_eq!(sim.cpu0().doorbell_events(), events + 1 + 40 + 100 + 1);
+            assert_eq!(sim.cpu0().doorbell_events(), events + 40 + 100 + 1);
             assert!(!cpu1.doorbell().take(Timeout::NoWait));
         });
         let c = life.client;
-        assert_eq!((c.sent, c.delivered, c.pongs), (142, 140, 2));
+        // The sync request, the first ping and its second sending after
+        // the sync, 140 requests, the last ping. The answers to the first
+        // three are dropped unread or taken as statuses, depending on how
+        // quickly CPU0 answered.
+        assert_eq!((c.sent, c.delivered), (144, 140));
+        assert_eq!(c.pongs + c.stale, 4, "{c:?}");
+        assert!(c.pongs >= 2, "{c:?}");
         assert_eq!(c.reclaimed, 4);
         assert!(c.polled >= 42 && c.polled <= 142, "{c:?}");
         assert_eq!((c.timeouts, c.discarded, c.unexpected), (0, 0, 0));

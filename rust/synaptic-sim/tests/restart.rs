@@ -2,11 +2,11 @@
 //! dies with a request in flight (CPU0 stalled, so the replies pile up in
 //! the ring with no CPU1 to read them; or CPU0 busy, so the reply arrives
 //! after the next life has attached). The next life re-attaches to the live
-//! ring indices and presumes every exchange slot held until a reply naming
-//! it or a `STATUS_RESP` mask frees it. Checked: no message lost or
-//! duplicated across lives, ids never reused, every stale reply discarded
-//! (never delivered), presumed slots freed by the handshake mask, every
-//! output correct.
+//! ring indices, presumes every exchange slot held and trusts no reply
+//! until CPU0 has taken its sync request; then `STATUS_RESP` masks free the
+//! slots. Checked: no message lost or duplicated across lives, ids never
+//! reused, every stale reply dropped or discarded (never delivered),
+//! presumed slots freed by status masks only, every output correct.
 
 use synaptic_abi::Priority;
 use synaptic_ipc::Timeout;
@@ -142,10 +142,14 @@ fn cpu1_restarts_mid_conversation_without_losing_or_duplicating_messages() {
     );
 
     // CPU1 lives popped every reply exactly once between them: each popped
-    // reply is counted once, as delivered, discarded or a status.
+    // reply is counted once, as delivered, discarded, a status or dropped
+    // unread while the life synchronised.
     let popped: u32 = lives
         .iter()
-        .map(|(_, r)| r.client.delivered + r.client.discarded + r.client.pongs)
+        .map(|(_, r)| {
+            let c = r.client;
+            c.delivered + c.discarded + c.pongs + c.stale
+        })
         .sum();
     assert_eq!(popped, total_sent, "no reply lost or duplicated");
     let dispatched: u32 = lives.iter().map(|(_, r)| r.dispatched).sum();
@@ -171,16 +175,18 @@ fn cpu1_restarts_mid_conversation_without_losing_or_duplicating_messages() {
         }
         if life == 0 {
             // A fresh ring: nothing presumed, nothing stale.
-            assert_eq!((c.discarded, c.reclaimed), (0, 0));
+            assert_eq!((c.discarded, c.reclaimed, c.stale), (0, 0, 0));
         } else {
-            // The dead life's dangling INFER_RESP is popped and discarded,
-            // never delivered, and frees the frame slot it names (it always
-            // precedes any STATUS_RESP whose mask could); the other three
-            // slots, presumed held, are freed by a STATUS_RESP mask (a
+            // The dead life's dangling INFER_RESP is popped and never
+            // delivered: dropped unread while the life synchronised (CPU0
+            // answered before it took the sync request), or discarded
+            // after (it names a presumed slot). Every slot, presumed held,
+            // is freed by a STATUS_RESP mask only (the sync's own, a
             // reserve's barrier or the ping).
-            assert_eq!(c.discarded, 1, "life {life}: the stale reply discarded");
+            assert!(c.stale >= 1, "life {life}: {c:?}");
+            assert!(c.discarded <= 1, "life {life}: {c:?}");
             assert_eq!(
-                c.reclaimed, 3,
+                c.reclaimed, 4,
                 "life {life}: presumed slots freed by a status mask: {c:?}"
             );
         }
@@ -193,9 +199,12 @@ fn cpu1_restarts_mid_conversation_without_losing_or_duplicating_messages() {
     let dangling = LIVES;
     assert_eq!(s.served, LIVES * SERVES_PER_LIFE + dangling + 10);
     println!(
-        "restart: {} lives, {total_sent} messages, {popped} replies popped once each, {} stale replies discarded, {} presumed slots freed by a status mask; CPU0 {s:?}",
+        "restart: {} lives, {total_sent} messages, {popped} replies popped once each, {} stale replies dropped or discarded, {} presumed slots freed by a status mask; CPU0 {s:?}",
         lives.len(),
-        lives.iter().map(|(_, r)| r.client.discarded).sum::<u32>(),
+        lives
+            .iter()
+            .map(|(_, r)| r.client.discarded + r.client.stale)
+            .sum::<u32>(),
         lives.iter().map(|(_, r)| r.client.reclaimed).sum::<u32>()
     );
 }
@@ -210,11 +219,12 @@ fn a_restarted_cpu1_presumes_every_slot_held_until_a_status_mask_frees_them() {
             assert_eq!(r.map(|c| c.correct), Ok(true));
             (face, kws)
         });
-        // The next life cannot know the first left nothing in flight.
+        // The next life cannot know the first left nothing in flight: it
+        // presumes every slot held until its sync (the dispatch thread may
+        // have completed it by now) and a status this life sent.
         sim.wait_slots_free();
         let ((), second) = sim.cpu1(|cpu1| {
             let client = cpu1.client();
-            assert_eq!(client.held_mask(), 0b1111, "every slot presumed held");
             let pong = client.ping(LONG).expect("ping");
             assert_eq!(pong.held_mask, 0, "CPU0 holds none");
             assert_eq!(client.held_mask(), 0, "the mask freed them all");
@@ -232,10 +242,12 @@ fn a_restarted_cpu1_presumes_every_slot_held_until_a_status_mask_frees_them() {
             });
         });
         let c = second.client;
-        assert_eq!(
-            (c.reclaimed, c.discarded, c.pongs, c.delivered),
-            (4, 0, 1, 80)
-        );
+        assert_eq!((c.reclaimed, c.discarded, c.delivered), (4, 0, 80));
+        // The sync request, the status owed after it (which carries the
+        // ping if it was sent before the sync completed) and perhaps the
+        // ping: their answers are dropped unread or taken as statuses.
+        assert!(c.pongs >= 1 && c.pongs + c.stale <= 3, "{c:?}");
+        assert_eq!(c.sent, 80 + c.pongs + c.stale, "{c:?}");
     });
     assert_eq!(cpu0.stats.merged(&cpu0.intake).errors, 0);
 }

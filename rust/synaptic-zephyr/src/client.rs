@@ -7,8 +7,11 @@
 //! re-zeroing them, so a restarted CPU1 rejoins with nothing from CPU0),
 //! starts a dispatch thread that drains the replies after each doorbell
 //! (and every `CONFIG_SYNAPTIC_CLIENT_SWEEP_MS`, when it also times out
-//! sleeping callers), sets `cpu1_ready`, and sends the first `STATUS_REQ`
-//! (the handshake CPU0's boot waits for).
+//! sleeping callers), sets `cpu1_ready`, and measures a first round trip.
+//! The client's attach has pushed its sync request, a `STATUS_REQ` (the
+//! handshake CPU0's boot waits for): until CPU0 has taken it, the client
+//! trusts no reply a previous life of CPU1 may have left, and a ping sent
+//! meanwhile is sent again once it has.
 //!
 //! The client ([`ZephyrClient`]) takes requests from any number of CPU1
 //! threads, up to one per exchange slot in flight; it sends under one
