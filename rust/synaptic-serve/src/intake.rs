@@ -25,7 +25,11 @@
 //!   and every drain first makes the reply ring's head CPU0's own again:
 //!   whenever the intake publishes a tail past a request, the reply ring's
 //!   head counts every answer to the requests before it that named no slot
-//!   (what a restarted CPU1's client synchronises on).
+//!   (what a restarted CPU1's client synchronises on). That holds for a
+//!   head a dead life of CPU1 scribbled as long as CPU1 cannot die, boot
+//!   and push its sync request within one drain (at most `N` messages,
+//!   well under a millisecond; CPU0's maintenance restores the head every
+//!   50 ms in any case).
 
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU32, Ordering};

@@ -236,7 +236,7 @@ fn run() -> Verdict {
         service::floods()
     );
     printkln!(
-        "service test: CPU1 restarted (lives {}), rejoined with a {} us handshake after scribbling CPU0's ring tail ({} shared words repaired by CPU0), {} of {} serves correct, {} errors, pre-restart replies discarded {}",
+        "service test: CPU1 restarted (lives {}), rejoined with a {} us handshake after scribbling CPU0's ring tail ({} shared words repaired by CPU0), {} of {} serves correct, {} errors, pre-restart replies dropped or discarded {}",
         w(Word::Lives),
         w(Word::RejoinRttUs),
         STATUS.repairs(),

@@ -88,7 +88,8 @@ pub enum Word {
     RejoinOk,
     /// Errors after the restart.
     RejoinErrors,
-    /// Late replies the second life's client discarded (the pre-restart one).
+    /// Replies the second life's client dropped while it synchronised or
+    /// discarded after (the pre-restart one among them).
     Discarded2,
     /// The second life's first handshake round trip, microseconds.
     RejoinRttUs,
