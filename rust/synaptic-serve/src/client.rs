@@ -407,8 +407,9 @@ where
     /// callers waiting for a free slot).
     ///
     /// Nothing a previous life left is trusted: every slot is presumed
-    /// held, and the sync request (a `STATUS_REQ`) is pushed now (or by the
-    /// next call that can, if the ring is full). Replies are dropped
+    /// held, and the sync request (a `STATUS_REQ`) is pushed by the first
+    /// call that sends or drains (a ping, a reservation, a dispatch; the
+    /// next one that can, if the ring is full). Replies are dropped
     /// unread until CPU0 has taken it, then a status frees the slots CPU0
     /// does not hold (see the module docs). A reservation meanwhile waits
     /// (or is [`ClientError::Busy`]); a dispatch thread or polling caller
@@ -502,7 +503,10 @@ where
             counters: Counters::default(),
             doorbell: core::marker::PhantomData,
         };
-        client.send_sync();
+        // The sync request is pushed by the first call that sends or
+        // drains, not here: pushing from the constructor keeps a second
+        // copy of the client on the caller's stack (about 700 bytes more
+        // in CPU1's `attach` on Zephyr).
         client
     }
 

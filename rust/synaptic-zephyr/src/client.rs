@@ -8,8 +8,8 @@
 //! starts a dispatch thread that drains the replies after each doorbell
 //! (and every `CONFIG_SYNAPTIC_CLIENT_SWEEP_MS`, when it also times out
 //! sleeping callers), sets `cpu1_ready`, and measures a first round trip.
-//! The client's attach has pushed its sync request, a `STATUS_REQ` (the
-//! handshake CPU0's boot waits for): until CPU0 has taken it, the client
+//! The handshake ping first pushes the client's sync request, a
+//! `STATUS_REQ` (the handshake CPU0's boot waits for): until CPU0 has taken it, the client
 //! trusts no reply a previous life of CPU1 may have left, and a ping sent
 //! meanwhile is sent again once it has.
 //!
@@ -130,17 +130,20 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
         relax: crate::sync::wait_for_event,
         swept: SWEEP_MS > 0,
     };
-    let client = Client::attach(
-        &region,
-        producer,
-        consumer,
-        bell,
-        || KernelSemaphore::new(0, 1),
-        ZephyrClock,
-        config,
-    );
+    // Built in its static: a client on this stack first would cost its
+    // size again (the main thread's stack is CPU1's scarcest RAM).
     let client: &'static ZephyrClient = CLIENT
-        .try_init(client)
+        .try_init_with(|| {
+            Client::attach(
+                &region,
+                producer,
+                consumer,
+                bell,
+                || KernelSemaphore::new(0, 1),
+                ZephyrClock,
+                config,
+            )
+        })
         .ok_or(AttachFailure::AlreadyAttached)?;
     dispatch(client).start();
     boot::attach(&region).map_err(AttachFailure::Layout)?;
