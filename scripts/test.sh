@@ -190,7 +190,10 @@ tier_zephyr() {
                 --outdir "$out" --inline-logs --jobs "$(nproc)"
     ) >"$log_dir/twister.log" 2>&1
     local status=$?
-    grep -E "INFO|ERROR|WARNING" "$log_dir/twister.log" | grep -vE "^\s*$" | tail -n 25 | sed 's/^/          | /'
+    # Twister's progress lines (joined by carriage returns) would bury the
+    # summary and any failure: leave them out.
+    tr '\r' '\n' <"$log_dir/twister.log" | grep -E "INFO|ERROR|WARNING" |
+        grep -vE "^\s*$|Total complete" | tail -n 25 | sed 's/^/          | /'
     if [ ! -f "$out/twister.json" ]; then
         tail -n 60 "$log_dir/twister.log" | sed 's/^/          | /'
         echo "  FAIL    twister produced no report (exit $status)"
