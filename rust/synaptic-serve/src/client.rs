@@ -25,8 +25,9 @@
 //!   previous life may have left requests on the ring, replies in the reply
 //!   ring and anything in the region, numbered its messages as it liked and
 //!   rewound its own ring's head, so neither an id nor a slot proves whose
-//!   a reply is. [`Client::attach`] presumes every slot held (`PRESUMED`)
-//!   and pushes one `STATUS_REQ`, the *sync request*, at ring index `s`.
+//!   a reply is. [`Client::attach`] presumes every slot held (`PRESUMED`);
+//!   its first send or drain pushes one `STATUS_REQ`, the *sync request*,
+//!   at ring index `s`.
 //!   CPU0 pops in order and answers every request that names no slot
 //!   (refusals, statuses) before it pops the next, so once CPU0's published
 //!   tail has passed `s` every such reply to the previous life lies below
@@ -228,7 +229,8 @@ mod state {
 
 /// Where a client stands with the replies of a previous life.
 mod sync {
-    /// The sync request is not pushed yet (the ring was full or corrupt).
+    /// The sync request is not pushed yet (nothing sent or drained since
+    /// the attach, or the ring was full or corrupt).
     pub const UNSENT: u8 = 0;
     /// The sync request is on the ring; CPU0 has not taken it yet.
     pub const SENT: u8 = 1;
@@ -935,7 +937,7 @@ where
     /// CPU0→CPU1 (the latter only if no caller is draining it now). For
     /// the platform's periodic sweep, from a thread. Returns the words
     /// rewritten (counted in [`ClientStats::repairs`]). Also pushes the
-    /// sync request if the ring had no room for it so far.
+    /// sync request if it is not on the ring yet.
     pub fn maintain(&self) -> u32 {
         self.send_sync();
         let mut repaired = self.region.repair_cpu1_words();
