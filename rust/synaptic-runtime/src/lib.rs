@@ -16,11 +16,13 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod arbiter;
 pub mod arena;
 pub mod device;
 pub mod dsp;
 pub mod npu;
 pub mod pipeline;
+pub mod predict;
 pub mod process;
 pub mod prof;
 pub mod registry;
