@@ -935,14 +935,19 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         };
         // A model step is placed once, here: the answer says whether it
         // waits for a busy NPU and where it runs (a placement error is
-        // reported when it runs).
-        let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
-            match p.steps().get(usize::from(next)) {
-                Some(Step::Model(h)) => Some(*h),
-                _ => None,
-            }
-        });
-        let placed = model.map(|h| self.place(h, device_busy, env));
+        // reported when it runs). With an idle NPU and no CPU device there
+        // is nothing to decide, and no lookup is made.
+        let placed = if device_busy || env.cpu.is_some() {
+            let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
+                match p.steps().get(usize::from(next)) {
+                    Some(Step::Model(h)) => Some(*h),
+                    _ => None,
+                }
+            });
+            model.map(|h| self.place(h, device_busy, env))
+        } else {
+            None
+        };
         if device_busy && placed == Some(Ok(Device::Npu)) {
             return None;
         }
@@ -986,11 +991,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 self.finish(i, Err(e), env);
                 return Some(done(true));
             }
-            // Not reached: `placed` and `step` come from the same pipeline.
-            (Step::Model(_), None) => {
-                self.finish(i, Err(JobError::Pipeline(PipelineError::NoModel)), env);
-                return Some(done(true));
-            }
+            // Not placed: no CPU device, so the NPU (`stage_model` refuses
+            // a model that does not allow it); or not a model step.
             _ => Device::Npu,
         };
         let at = StepAt {
