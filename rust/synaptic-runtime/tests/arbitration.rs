@@ -49,6 +49,27 @@ impl Rig {
             pipeline,
         }
     }
+
+    fn env(&mut self) -> Env<'_, StubNpu<&'static FakeClock, 64, 16>, FakeClock, 2, 2, 2> {
+        Env {
+            registry: &mut self.registry,
+            npu: &mut self.npu,
+            cpu: None,
+            pipelines: &self.pool,
+            clock: self.clock,
+            profiler: None,
+        }
+    }
+
+    /// Queues a single-step job of `class`.
+    fn submit(&self, sched: &mut Scheduler<'_, 8>, class: Priority) -> JobId {
+        let input = TensorRef::wrap(TensorMeta::vector(DType::Int8, 8).unwrap(), &DATA).unwrap();
+        let request = JobRequest {
+            priority: class,
+            ..JobRequest::new(self.pipeline, input)
+        };
+        sched.submit(request, &self.pool, self.clock).unwrap()
+    }
 }
 
 /// What a saturated run saw.
@@ -87,23 +108,10 @@ fn saturate(weights: Weights, normal: usize, best_effort: usize, realtime_at: &[
     let mut work = [0u8; 1024];
     let mut sched: Scheduler<'_, 8> = Scheduler::new(&mut work);
     sched.set_weights(weights).unwrap();
-    let input = TensorRef::wrap(TensorMeta::vector(DType::Int8, 8).unwrap(), &DATA).unwrap();
-    let p = rig.pipeline;
     // Per live job: its class and the Normal selections before it was submitted.
     let mut jobs: HashMap<JobId, (Priority, usize)> = HashMap::new();
     let mut run = Run::default();
     let mut normal_selections = 0;
-    let submit = |sched: &mut Scheduler<'_, 8>,
-                  jobs: &mut HashMap<JobId, (Priority, usize)>,
-                  class,
-                  normal_selections| {
-        let request = JobRequest {
-            priority: class,
-            ..JobRequest::new(p, input)
-        };
-        let id = sched.submit(request, &rig.pool, rig.clock).unwrap();
-        jobs.insert(id, (class, normal_selections));
-    };
     for class in [
         (Priority::Normal, normal),
         (Priority::BestEffort, best_effort),
@@ -111,25 +119,18 @@ fn saturate(weights: Weights, normal: usize, best_effort: usize, realtime_at: &[
     .into_iter()
     .flat_map(|(c, n)| std::iter::repeat_n(c, n))
     {
-        submit(&mut sched, &mut jobs, class, 0);
+        jobs.insert(rig.submit(&mut sched, class), (class, 0));
     }
     for selection in 0..SELECTIONS {
         if realtime_at.contains(&selection) {
-            submit(&mut sched, &mut jobs, Priority::RealTime, normal_selections);
+            let id = rig.submit(&mut sched, Priority::RealTime);
+            jobs.insert(id, (Priority::RealTime, normal_selections));
         }
-        let mut env = Env {
-            registry: &mut rig.registry,
-            npu: &mut rig.npu,
-            cpu: None,
-            pipelines: &rig.pool,
-            clock: rig.clock,
-            profiler: None,
-        };
         let StepOutcome::Ran {
             job,
             finished: true,
             ..
-        } = sched.step(&mut env)
+        } = sched.step(&mut rig.env())
         else {
             panic!("a single-step job ran at selection {selection}");
         };
@@ -141,7 +142,7 @@ fn saturate(weights: Weights, normal: usize, best_effort: usize, realtime_at: &[
             Priority::BestEffort => run.best_effort_waits.push(normal_selections - submitted_at),
             Priority::RealTime => continue,
         }
-        submit(&mut sched, &mut jobs, class, normal_selections);
+        jobs.insert(rig.submit(&mut sched, class), (class, normal_selections));
     }
     run
 }
@@ -249,50 +250,27 @@ fn an_idle_class_does_not_save_up_credit() {
     let mut rig = Rig::new();
     let mut work = [0u8; 1024];
     let mut sched: Scheduler<'_, 8> = Scheduler::new(&mut work);
-    let input = TensorRef::wrap(TensorMeta::vector(DType::Int8, 8).unwrap(), &DATA).unwrap();
-    let normal = |sched: &mut Scheduler<'_, 8>, rig: &Rig| {
-        sched
-            .submit(JobRequest::new(rig.pipeline, input), &rig.pool, rig.clock)
-            .unwrap()
-    };
-    let mut live: Vec<JobId> = (0..6).map(|_| normal(&mut sched, &rig)).collect();
-    let env_step = |sched: &mut Scheduler<'_, 8>, rig: &mut Rig| {
-        let mut env = Env {
-            registry: &mut rig.registry,
-            npu: &mut rig.npu,
-            cpu: None,
-            pipelines: &rig.pool,
-            clock: rig.clock,
-            profiler: None,
-        };
-        match sched.step(&mut env) {
-            StepOutcome::Ran { job, .. } => {
-                sched.release(job).unwrap();
-                job
-            }
-            other => panic!("{other:?}"),
+    let step = |sched: &mut Scheduler<'_, 8>, rig: &mut Rig| match sched.step(&mut rig.env()) {
+        StepOutcome::Ran { job, .. } => {
+            sched.release(job).unwrap();
+            job
         }
+        other => panic!("{other:?}"),
     };
+    for _ in 0..6 {
+        rig.submit(&mut sched, Priority::Normal);
+    }
     // Three Normal selections alone: no credit spent or saved.
     for _ in 0..3 {
-        let job = env_step(&mut sched, &mut rig);
-        live.retain(|j| *j != job);
+        step(&mut sched, &mut rig);
     }
     // Six Normal jobs queued, more than one round's worth.
-    live.extend((0..3).map(|_| normal(&mut sched, &rig)));
-    assert_eq!(live.len(), 6);
-    let late = sched
-        .submit(
-            JobRequest {
-                priority: Priority::BestEffort,
-                ..JobRequest::new(rig.pipeline, input)
-            },
-            &rig.pool,
-            rig.clock,
-        )
-        .unwrap();
+    for _ in 0..3 {
+        rig.submit(&mut sched, Priority::Normal);
+    }
+    let late = rig.submit(&mut sched, Priority::BestEffort);
     let mut before = 0;
-    while env_step(&mut sched, &mut rig) != late {
+    while step(&mut sched, &mut rig) != late {
         before += 1;
     }
     assert_eq!(before, 4, "a full round of Normal credit, then BestEffort");
