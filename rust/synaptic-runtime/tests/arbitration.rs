@@ -9,7 +9,9 @@ use synaptic_abi::Priority;
 use synaptic_runtime::arbiter::{Weights, DEFAULT_WEIGHTS};
 use synaptic_runtime::arena::{DType, TensorMeta, TensorRef};
 use synaptic_runtime::npu::{NpuDevice, StubNpu};
-use synaptic_runtime::pipeline::{PipelineId, PipelinePool};
+use synaptic_runtime::pipeline::{PipelineId, PipelinePool, Stage};
+use synaptic_runtime::process::stages::StageConfig;
+use synaptic_runtime::process::ProcessError;
 use synaptic_runtime::registry::{ModelDesc, Registry};
 use synaptic_runtime::sched::{Env, JobId, JobRequest, SchedError, Scheduler, StepOutcome};
 use synaptic_runtime::time::FakeClock;
@@ -23,8 +25,22 @@ struct Rig {
     clock: &'static FakeClock,
     registry: Registry<2>,
     npu: StubNpu<&'static FakeClock, 64, 16>,
-    pool: PipelinePool<2, 2>,
+    pool: PipelinePool<2, 4>,
+    /// The model alone.
     pipeline: PipelineId,
+    /// A stage, the model, a stage: three steps.
+    long: PipelineId,
+}
+
+/// A stage that copies its input.
+fn identity(
+    input: &TensorRef<'_>,
+    out: &mut [u8],
+    _: &StageConfig,
+) -> Result<TensorMeta, ProcessError> {
+    let n = input.data().len();
+    out[..n].copy_from_slice(input.data());
+    Ok(input.meta())
 }
 
 impl Rig {
@@ -38,6 +54,16 @@ impl Rig {
         let pipeline = pool.create("p").unwrap();
         pool.add_model(pipeline, model).unwrap();
         pool.build(pipeline).unwrap();
+        let stage = Stage {
+            name: "identity",
+            func: identity,
+            config: StageConfig::None,
+        };
+        let long = pool.create("long").unwrap();
+        pool.add_preprocess(long, stage).unwrap();
+        pool.add_model(long, model).unwrap();
+        pool.add_postprocess(long, stage).unwrap();
+        pool.build(long).unwrap();
         let mut npu = StubNpu::new(clock, 5);
         npu.init().unwrap();
         npu.set_latency_us(100);
@@ -47,10 +73,11 @@ impl Rig {
             npu,
             pool,
             pipeline,
+            long,
         }
     }
 
-    fn env(&mut self) -> Env<'_, StubNpu<&'static FakeClock, 64, 16>, FakeClock, 2, 2, 2> {
+    fn env(&mut self) -> Env<'_, StubNpu<&'static FakeClock, 64, 16>, FakeClock, 2, 2, 4> {
         Env {
             registry: &mut self.registry,
             npu: &mut self.npu,
@@ -63,10 +90,22 @@ impl Rig {
 
     /// Queues a single-step job of `class`.
     fn submit(&self, sched: &mut Scheduler<'_, 8>, class: Priority) -> JobId {
+        self.submit_to(sched, self.pipeline, class, true)
+    }
+
+    /// Queues a job of pipeline `p`.
+    fn submit_to(
+        &self,
+        sched: &mut Scheduler<'_, 8>,
+        p: PipelineId,
+        class: Priority,
+        preemptible: bool,
+    ) -> JobId {
         let input = TensorRef::wrap(TensorMeta::vector(DType::Int8, 8).unwrap(), &DATA).unwrap();
         let request = JobRequest {
             priority: class,
-            ..JobRequest::new(self.pipeline, input)
+            preemptible,
+            ..JobRequest::new(p, input)
         };
         sched.submit(request, &self.pool, self.clock).unwrap()
     }
@@ -275,4 +314,41 @@ fn an_idle_class_does_not_save_up_credit() {
     }
     assert_eq!(before, 4, "a full round of Normal credit, then BestEffort");
     assert_eq!(sched.pending(), 2, "Normal jobs were still queued");
+}
+
+#[test]
+fn a_selection_is_a_step_of_a_preemptible_job_or_all_of_a_non_preemptible_one() {
+    // Four three-step Normal jobs queued before one single-step BestEffort
+    // job. Preemptible: each Normal step is a selection, so the BestEffort
+    // job runs after 4 Normal steps. Non-preemptible: a picked Normal job
+    // keeps the CPU to its end, so it runs after 4 whole Normal jobs.
+    for (preemptible, steps_before, jobs_done_before) in [(true, 4, 1), (false, 12, 4)] {
+        let mut rig = Rig::new();
+        let mut work = [0u8; 1024];
+        let mut sched: Scheduler<'_, 8> = Scheduler::new(&mut work);
+        let normal: Vec<JobId> = (0..4)
+            .map(|_| rig.submit_to(&mut sched, rig.long, Priority::Normal, preemptible))
+            .collect();
+        let late = rig.submit(&mut sched, Priority::BestEffort);
+        let mut before = 0;
+        let mut finished = 0;
+        loop {
+            match sched.step(&mut rig.env()) {
+                StepOutcome::Ran { job, .. } if job == late => break,
+                StepOutcome::Ran { finished: done, .. } => {
+                    before += 1;
+                    finished += usize::from(done);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            (before, finished),
+            (steps_before, jobs_done_before),
+            "preemptible {preemptible}"
+        );
+        for id in normal {
+            sched.wait(id, u64::MAX, &mut rig.env()).unwrap();
+        }
+    }
 }
