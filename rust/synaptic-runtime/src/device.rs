@@ -20,17 +20,23 @@
 //!
 //! # Placement
 //!
-//! The scheduler asks a [`Placement`] function, once per model step, which
-//! device runs it, passing a [`PlacementQuery`] (the model's allowed
-//! devices, the devices present, whether the NPU is busy). The default,
+//! The scheduler asks a [`Placement`] function, once per model step when
+//! it starts the step, which device runs it, passing a [`PlacementQuery`]
+//! (the model's allowed devices, the devices present, whether the NPU is
+//! busy, the model's predicted service time on each device, the predicted
+//! work already on each device, a random word). The default,
 //! [`prefer_npu`], is: **the NPU when the model allows it, else the CPU
 //! interpreter**; a model whose allowed devices are all absent fails with
 //! [`JobError::NoDevice`](crate::sched::JobError::NoDevice) (`-ENODEV`).
+//! [`Policy`] names the shipped policies (NPU only, CPU only, busy-aware,
+//! random, earliest finish time), selectable at run time with
+//! [`Scheduler::set_policy`](crate::sched::Scheduler::set_policy);
 //! [`Scheduler::set_placement`](crate::sched::Scheduler::set_placement) is
-//! the one seam for other policies (earliest finish time across devices,
-//! say); a policy that names a device the model does not allow or that is
-//! absent is refused the same way, so no policy can run a model where it was
-//! not registered. Without a CPU device in `Env` the NPU is the only
+//! the seam for any other function. A policy that names a device the model
+//! does not allow or that is absent is refused the same way, so no policy
+//! can run a model where it was not registered. Remote (CPU1) requests are
+//! jobs of the same scheduler as CPU0's local ones, so they are placed by
+//! the same policy. Without a CPU device in `Env` the NPU is the only
 //! candidate and the policy is not consulted (the offload path, issue 9,
 //! pays no lookup for placement); a model that does not allow the NPU then
 //! fails with `NoDevice` when its step is staged.
@@ -73,6 +79,17 @@ pub enum Device {
 }
 
 impl Device {
+    /// Both devices, in [`Device::index`] order.
+    pub const ALL: [Device; 2] = [Device::Npu, Device::CpuInterpreter];
+
+    /// Position in per-device tables (`Npu` 0, `CpuInterpreter` 1).
+    pub const fn index(self) -> usize {
+        match self {
+            Device::Npu => 0,
+            Device::CpuInterpreter => 1,
+        }
+    }
+
     /// Lower-case name, for logs and the shell.
     pub const fn name(self) -> &'static str {
         match self {
@@ -153,22 +170,69 @@ pub struct PlacementQuery {
     pub present: DeviceMask,
     /// Whether the NPU has an asynchronous invoke in flight (overlap mode).
     pub npu_busy: bool,
+    /// The model's predicted service time on each device, microseconds, by
+    /// [`Device::index`] (`None` before its first run there; see
+    /// [`crate::predict`]).
+    pub predicted_us: [Option<u32>; 2],
+    /// Predicted work already placed on each device and not finished,
+    /// microseconds, by [`Device::index`]: the NPU step in flight (its
+    /// prediction less the time it has run, at least 0). The CPU
+    /// interpreter is synchronous, so nothing runs on it while a step is
+    /// placed: its backlog is 0.
+    pub backlog_us: [u64; 2],
+    /// A fresh pseudo-random word per query (the scheduler's xorshift32,
+    /// [`Scheduler::set_random_seed`](crate::sched::Scheduler::set_random_seed)).
+    pub random: u32,
 }
 
 impl PlacementQuery {
-    /// A query (for policies' own tests).
+    /// A query without predictions, backlog or random word (for policies'
+    /// own tests; the `with_` methods add them).
     pub const fn new(model: u32, allowed: DeviceMask, present: DeviceMask, npu_busy: bool) -> Self {
         PlacementQuery {
             model,
             allowed,
             present,
             npu_busy,
+            predicted_us: [None; 2],
+            backlog_us: [0; 2],
+            random: 0,
         }
+    }
+
+    /// The query with `device`'s predicted service time.
+    pub const fn with_prediction(mut self, device: Device, us: Option<u32>) -> Self {
+        self.predicted_us[device.index()] = us;
+        self
+    }
+
+    /// The query with `device`'s backlog.
+    pub const fn with_backlog(mut self, device: Device, us: u64) -> Self {
+        self.backlog_us[device.index()] = us;
+        self
+    }
+
+    /// The query with its random word.
+    pub const fn with_random(mut self, random: u32) -> Self {
+        self.random = random;
+        self
     }
 
     /// The devices that may run the step: allowed and present.
     pub const fn usable(&self) -> DeviceMask {
         self.allowed.and(self.present)
+    }
+
+    /// Predicted finish time of the step on `device`, microseconds from
+    /// now: its backlog plus the model's predicted service time there (an
+    /// unmeasured device counts 0, so each device is tried once before the
+    /// predictions decide).
+    pub const fn finish_us(&self, device: Device) -> u64 {
+        let run = match self.predicted_us[device.index()] {
+            Some(us) => us as u64,
+            None => 0,
+        };
+        self.backlog_us[device.index()].saturating_add(run)
     }
 }
 
@@ -176,6 +240,90 @@ impl PlacementQuery {
 /// usable device exists. The scheduler refuses an answer outside
 /// [`PlacementQuery::usable`].
 pub type Placement = fn(&PlacementQuery) -> Option<Device>;
+
+/// The policies this crate ships, for selection at run time
+/// ([`Scheduler::set_policy`](crate::sched::Scheduler::set_policy)) by
+/// value or by name.
+///
+/// Every policy picks only among the model's usable devices: "NPU only" and
+/// "CPU only" are about models registered for both, and a model registered
+/// for one device runs there whatever the policy. Local jobs and remote
+/// (CPU1) requests go through the same scheduler, so one policy places
+/// both.
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::device::{Device, DeviceMask, Policy, PlacementQuery};
+/// let q = PlacementQuery::new(1, DeviceMask::ALL, DeviceMask::ALL, true)
+///     .with_prediction(Device::Npu, Some(1_000))
+///     .with_prediction(Device::CpuInterpreter, Some(1_500))
+///     .with_backlog(Device::Npu, 800);
+/// // NPU: 800 + 1000 later; CPU: 1500 later.
+/// assert_eq!((Policy::EarliestFinish.placement())(&q), Some(Device::CpuInterpreter));
+/// assert_eq!((Policy::NpuOnly.placement())(&q), Some(Device::Npu));
+/// assert_eq!(Policy::from_name("eft"), Some(Policy::EarliestFinish));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Policy {
+    /// [`prefer_npu`], the default.
+    #[default]
+    NpuOnly,
+    /// [`prefer_cpu`].
+    CpuOnly,
+    /// [`busy_aware`] (Fuse's policy).
+    BusyAware,
+    /// [`random`].
+    Random,
+    /// [`earliest_finish`] (MEERKAT's EFT).
+    EarliestFinish,
+}
+
+impl Policy {
+    /// Every policy, in declaration order.
+    pub const ALL: [Policy; 5] = [
+        Policy::NpuOnly,
+        Policy::CpuOnly,
+        Policy::BusyAware,
+        Policy::Random,
+        Policy::EarliestFinish,
+    ];
+
+    /// The policy's function.
+    pub const fn placement(self) -> Placement {
+        match self {
+            Policy::NpuOnly => prefer_npu,
+            Policy::CpuOnly => prefer_cpu,
+            Policy::BusyAware => busy_aware,
+            Policy::Random => random,
+            Policy::EarliestFinish => earliest_finish,
+        }
+    }
+
+    /// Short name, for the shell and Kconfig: `npu`, `cpu`, `busy`,
+    /// `random`, `eft`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::NpuOnly => "npu",
+            Policy::CpuOnly => "cpu",
+            Policy::BusyAware => "busy",
+            Policy::Random => "random",
+            Policy::EarliestFinish => "eft",
+        }
+    }
+
+    /// The policy called `name` ([`Policy::name`]).
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// The first of `order` that is usable.
+fn first_usable(query: &PlacementQuery, order: [Device; 2]) -> Option<Device> {
+    let usable = query.usable();
+    order.into_iter().find(|d| usable.contains(*d))
+}
 
 /// The default placement: the NPU when the model allows it and it is
 /// present, else the CPU interpreter when allowed and present, else none.
@@ -192,14 +340,46 @@ pub type Placement = fn(&PlacementQuery) -> Option<Device>;
 /// assert_eq!(prefer_npu(&q(DeviceMask::CPU_INTERPRETER, DeviceMask::NPU)), None);
 /// ```
 pub fn prefer_npu(query: &PlacementQuery) -> Option<Device> {
-    let usable = query.usable();
-    if usable.contains(Device::Npu) {
-        Some(Device::Npu)
-    } else if usable.contains(Device::CpuInterpreter) {
-        Some(Device::CpuInterpreter)
+    first_usable(query, [Device::Npu, Device::CpuInterpreter])
+}
+
+/// The CPU interpreter when usable, else the NPU (a model not registered
+/// for the CPU still runs).
+pub fn prefer_cpu(query: &PlacementQuery) -> Option<Device> {
+    first_usable(query, [Device::CpuInterpreter, Device::Npu])
+}
+
+/// Busy-aware (Fuse): the NPU when it is idle, the CPU interpreter while
+/// the NPU is busy; a model usable on one device only goes there (and
+/// waits for a busy NPU).
+pub fn busy_aware(query: &PlacementQuery) -> Option<Device> {
+    if query.npu_busy {
+        prefer_cpu(query)
     } else {
-        None
+        prefer_npu(query)
     }
+}
+
+/// Random: one of the usable devices, chosen by the top bit of the query's
+/// random word (deterministic for a given seed).
+pub fn random(query: &PlacementQuery) -> Option<Device> {
+    if query.random >> 31 == 0 {
+        prefer_npu(query)
+    } else {
+        prefer_cpu(query)
+    }
+}
+
+/// Earliest finish time (MEERKAT's EFT): the usable device with the
+/// smallest [`PlacementQuery::finish_us`] (backlog plus predicted service
+/// time); a tie goes to the NPU.
+pub fn earliest_finish(query: &PlacementQuery) -> Option<Device> {
+    let usable = query.usable();
+    Device::ALL
+        .into_iter()
+        .filter(|d| usable.contains(*d))
+        // `min_by_key` keeps the first of equal keys: the NPU.
+        .min_by_key(|d| query.finish_us(*d))
 }
 
 /// A [`TfliteDevice`] arena split: the plan's part, the output, the staged input.
@@ -481,5 +661,98 @@ impl NpuDevice for TfliteDevice<'_> {
         self.expect(NpuState::Error)?;
         self.state = NpuState::Idle;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOTH: DeviceMask = DeviceMask::ALL;
+    const NPU: Device = Device::Npu;
+    const CPU: Device = Device::CpuInterpreter;
+
+    fn query(allowed: DeviceMask, npu_busy: bool) -> PlacementQuery {
+        PlacementQuery::new(1, allowed, BOTH, npu_busy)
+    }
+
+    #[test]
+    fn every_policy_answers_only_usable_devices() {
+        for policy in Policy::ALL {
+            let place = policy.placement();
+            for busy in [false, true] {
+                for random in [0, u32::MAX] {
+                    let q = |allowed| query(allowed, busy).with_random(random);
+                    assert_eq!(place(&q(DeviceMask::NPU)), Some(NPU), "{policy:?}");
+                    assert_eq!(
+                        place(&q(DeviceMask::CPU_INTERPRETER)),
+                        Some(CPU),
+                        "{policy:?}"
+                    );
+                    assert_eq!(place(&q(DeviceMask::NONE)), None, "{policy:?}");
+                    let absent =
+                        PlacementQuery::new(1, DeviceMask::CPU_INTERPRETER, DeviceMask::NPU, busy);
+                    assert_eq!(place(&absent), None, "{policy:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn policies_for_a_model_on_both_devices() {
+        let (idle, busy) = (query(BOTH, false), query(BOTH, true));
+        assert_eq!(
+            (prefer_npu(&idle), prefer_npu(&busy)),
+            (Some(NPU), Some(NPU))
+        );
+        assert_eq!(
+            (prefer_cpu(&idle), prefer_cpu(&busy)),
+            (Some(CPU), Some(CPU))
+        );
+        assert_eq!(
+            (busy_aware(&idle), busy_aware(&busy)),
+            (Some(NPU), Some(CPU))
+        );
+        // Random: the top bit of the word.
+        assert_eq!(random(&idle.with_random(0x7FFF_FFFF)), Some(NPU));
+        assert_eq!(random(&idle.with_random(0x8000_0000)), Some(CPU));
+    }
+
+    #[test]
+    fn earliest_finish_adds_backlog_to_the_prediction_and_ties_go_to_the_npu() {
+        let q = query(BOTH, true)
+            .with_prediction(NPU, Some(1_000))
+            .with_prediction(CPU, Some(1_500));
+        // NPU idle: 1000 against 1500.
+        assert_eq!(earliest_finish(&q), Some(NPU));
+        // 600 left on the NPU: 1600 against 1500.
+        let q = q.with_backlog(NPU, 600);
+        assert_eq!((q.finish_us(NPU), q.finish_us(CPU)), (1_600, 1_500));
+        assert_eq!(earliest_finish(&q), Some(CPU));
+        // 500 left: 1500 each, the NPU wins the tie.
+        assert_eq!(earliest_finish(&q.with_backlog(NPU, 500)), Some(NPU));
+        // A device never measured counts 0: it is tried.
+        let unmeasured = q.with_prediction(CPU, None).with_backlog(NPU, 0);
+        assert_eq!(earliest_finish(&unmeasured), Some(CPU));
+        assert_eq!(earliest_finish(&query(BOTH, false)), Some(NPU));
+        // Only usable devices compete, however fast the other would be.
+        let npu_only = PlacementQuery::new(1, DeviceMask::NPU, BOTH, true)
+            .with_prediction(NPU, Some(9_000))
+            .with_prediction(CPU, Some(1));
+        assert_eq!(earliest_finish(&npu_only), Some(NPU));
+        // No overflow on absurd figures.
+        let huge = q.with_backlog(NPU, u64::MAX);
+        assert_eq!(huge.finish_us(NPU), u64::MAX);
+        assert_eq!(earliest_finish(&huge), Some(CPU));
+    }
+
+    #[test]
+    fn policies_by_name() {
+        for policy in Policy::ALL {
+            assert_eq!(Policy::from_name(policy.name()), Some(policy));
+        }
+        assert_eq!(Policy::from_name("fastest"), None);
+        assert_eq!(Policy::default(), Policy::NpuOnly);
+        assert_eq!(Device::ALL.map(Device::index), [0, 1]);
     }
 }

@@ -2,7 +2,10 @@
 //! and deterministic stub NPU, execution devices (the NPU and the CPU
 //! interpreter over `synaptic-tflite`, and which one runs a model step),
 //! DSP kernels, pre/post-processing, pipelines, a stage-preemptive priority
-//! scheduler and a profiler with per-device time.
+//! scheduler (strict `RealTime`, weighted round robin between `Normal` and
+//! `BestEffort`, placement policies up to earliest finish time over
+//! learned per-model, per-device service-time predictions), a profiler
+//! with per-device time, and a queueing model of the latency per class.
 //!
 //! Portable, `no_std`, allocation free: every capacity is a const generic
 //! with a documented default, every buffer is the caller's. Time comes in
@@ -16,11 +19,14 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod arbiter;
 pub mod arena;
 pub mod device;
 pub mod dsp;
+pub mod latency;
 pub mod npu;
 pub mod pipeline;
+pub mod predict;
 pub mod process;
 pub mod prof;
 pub mod registry;

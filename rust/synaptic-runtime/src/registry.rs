@@ -29,6 +29,7 @@ use synaptic_abi::Errno;
 use crate::arena::{ArenaError, DType, Shape, TensorMeta};
 use crate::device::{Device, DeviceMask};
 use crate::npu::{NpuDevice, NpuError, NpuModel};
+use crate::predict::ServiceTime;
 
 /// Longest model name in bytes (a C `char[32]` with its terminator).
 pub const MAX_NAME_LEN: usize = 31;
@@ -260,6 +261,8 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 struct Slot {
     generation: u16,
     info: Option<ModelInfo>,
+    /// Service-time predictions, by [`Device::index`].
+    service: [ServiceTime; 2],
 }
 
 /// The model registry, `N` slots.
@@ -311,6 +314,7 @@ impl<const N: usize> Registry<N> {
             slots: core::array::from_fn(|_| Slot {
                 generation: 1,
                 info: None,
+                service: [ServiceTime::new(); 2],
             }),
             loaded: None,
         }
@@ -376,6 +380,7 @@ impl<const N: usize> Registry<N> {
             image: desc.image,
             loaded: false,
         });
+        slot.service = [ServiceTime::new(); 2];
         Ok(ModelHandle {
             index: index as u16,
             generation: slot.generation,
@@ -430,6 +435,40 @@ impl<const N: usize> Registry<N> {
             .info
             .as_ref()
             .ok_or(RegistryError::InvalidHandle)
+    }
+
+    /// The service-time prediction of `handle` on `device` (see
+    /// [`crate::predict`]); it starts empty when the model is registered
+    /// and the scheduler feeds it every successful model step.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::InvalidHandle`], [`RegistryError::StaleHandle`].
+    pub fn service_time(
+        &self,
+        handle: ModelHandle,
+        device: Device,
+    ) -> Result<ServiceTime, RegistryError> {
+        let index = self.slot_index(handle)?;
+        Ok(self.slots[index].service[device.index()])
+    }
+
+    /// Adds a measured service time of `handle` on `device` to its
+    /// prediction (the scheduler calls this; a firmware may seed a
+    /// prediction from a calibration run the same way).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::InvalidHandle`], [`RegistryError::StaleHandle`].
+    pub fn record_service_time(
+        &mut self,
+        handle: ModelHandle,
+        device: Device,
+        us: u64,
+    ) -> Result<(), RegistryError> {
+        let index = self.slot_index(handle)?;
+        self.slots[index].service[device.index()].record(us);
+        Ok(())
     }
 
     /// The handle of the model called `name`.
@@ -655,6 +694,49 @@ mod tests {
         let mut n = StubNpu::new(clock, 0);
         crate::npu::NpuDevice::init(&mut n).unwrap();
         n
+    }
+
+    #[test]
+    fn service_times_are_per_model_and_device_and_start_empty_in_a_reused_slot() {
+        let mut reg: Registry<2> = Registry::new();
+        let a = reg.register(&desc("a", 4, 2)).unwrap();
+        let b = reg.register(&desc("b", 4, 2)).unwrap();
+        reg.record_service_time(a, Device::Npu, 500).unwrap();
+        reg.record_service_time(a, Device::Npu, 900).unwrap();
+        reg.record_service_time(b, Device::CpuInterpreter, 70)
+            .unwrap();
+        let t = reg.service_time(a, Device::Npu).unwrap();
+        assert_eq!((t.estimate_us(), t.samples()), (Some(550), 2));
+        assert_eq!(
+            reg.service_time(a, Device::CpuInterpreter)
+                .unwrap()
+                .samples(),
+            0
+        );
+        assert_eq!(
+            reg.service_time(b, Device::CpuInterpreter)
+                .unwrap()
+                .estimate_us(),
+            Some(70)
+        );
+        assert_eq!(
+            reg.service_time(b, Device::Npu).unwrap().estimate_us(),
+            None
+        );
+        // A new model in a's slot does not inherit a's figures; a's handle
+        // is stale for reading and recording.
+        reg.unregister(a).unwrap();
+        let c = reg.register(&desc("c", 4, 2)).unwrap();
+        assert_eq!(c.index(), a.index());
+        assert_eq!(reg.service_time(c, Device::Npu).unwrap().samples(), 0);
+        assert_eq!(
+            reg.service_time(a, Device::Npu),
+            Err(RegistryError::StaleHandle)
+        );
+        assert_eq!(
+            reg.record_service_time(a, Device::Npu, 1),
+            Err(RegistryError::StaleHandle)
+        );
     }
 
     #[test]

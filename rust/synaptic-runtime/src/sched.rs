@@ -3,7 +3,10 @@
 //!
 //! Rules and limits:
 //!
-//! * Higher [`Priority`] first; FIFO (submission order) within a class.
+//! * `RealTime` first (strict priority); `Normal` and `BestEffort` share
+//!   by weighted round robin, 4:1 by default ([`Scheduler::set_weights`],
+//!   [`crate::arbiter`], which states the starvation bound); FIFO
+//!   (submission order) within a class.
 //! * A job runs one step (a stage or the model) per [`Scheduler::step`].
 //!   Between steps the scheduler picks again, so a `RealTime` job arriving
 //!   while a *preemptible* job runs starts at the next stage boundary: its
@@ -35,25 +38,33 @@
 //!   (`Env::npu`) or on the CPU interpreter (`Env::cpu`), whichever the
 //!   [`Placement`] picks among the devices the model was registered for
 //!   and `Env` has (default [`prefer_npu`]: the NPU when allowed, else the
-//!   CPU; [`Scheduler::set_placement`] is the seam for other policies). No
-//!   usable device fails the job with [`JobError::NoDevice`]. The CPU
+//!   CPU; [`Scheduler::set_policy`] selects another shipped [`Policy`],
+//!   [`Scheduler::set_placement`] any function). The step is placed when
+//!   it starts, with the model's predicted service time on each device
+//!   and the NPU's remaining predicted work in the query. Remote (CPU1)
+//!   requests are jobs of this scheduler like local ones: one policy
+//!   places both. No usable device fails the job with
+//!   [`JobError::NoDevice`]. The CPU
 //!   device is synchronous: in overlap mode too its model step runs to the
 //!   end inside `step`, and a job placed on it does not wait for a busy
 //!   NPU. Each step's time is booked to its device in the
-//!   [`InferenceProfile`].
+//!   [`InferenceProfile`], and a successful model step's time also feeds
+//!   the model's prediction for that device
+//!   ([`Registry::service_time`], [`crate::predict`]), profiler or not.
 //! * Nothing here blocks or spawns: the caller's thread drives
 //!   [`Scheduler::step`] (or [`Scheduler::wait`], [`Scheduler::run_sync`]),
 //!   and time comes from the [`Clock`] in [`Env`].
 
 use synaptic_abi::{Errno, Priority};
 
+use crate::arbiter::{Weights, Wrr, DEFAULT_WEIGHTS};
 use crate::arena::{TensorMeta, TensorRef, ALIGN};
-use crate::device::{prefer_npu, Device, DeviceMask, Placement, PlacementQuery};
+use crate::device::{prefer_npu, Device, DeviceMask, Placement, PlacementQuery, Policy};
 use crate::npu::{NpuDevice, NpuError, NpuState};
 use crate::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
 use crate::process::ProcessError;
 use crate::prof::{InferenceProfile, Profiler};
-use crate::registry::{Registry, RegistryError};
+use crate::registry::{ModelHandle, Registry, RegistryError};
 use crate::time::Clock;
 
 /// Default number of job slots.
@@ -370,6 +381,33 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     active: usize,
     /// Which device runs a model step.
     placement: Placement,
+    /// The shipped policy `placement` is, if it is one.
+    policy: Option<Policy>,
+    /// The model step last started on the NPU asynchronously, until the
+    /// device is seen idle again (its job may have been cancelled).
+    npu_run: Option<DeviceRun>,
+    /// xorshift32 state for [`PlacementQuery::random`] (never 0).
+    random: u32,
+    /// `Normal` / `BestEffort` arbitration ([`crate::arbiter`]).
+    wrr: Wrr,
+}
+
+/// The model step on the NPU in overlap mode: which model, since when.
+#[derive(Clone, Copy, Debug)]
+struct DeviceRun {
+    model: ModelHandle,
+    started_us: u64,
+}
+
+/// Default seed of the placement's random words.
+pub const DEFAULT_RANDOM_SEED: u32 = 0x9E37_79B9;
+
+/// The scheduler's pick: job `i`, and the class whose WRR credit it spends
+/// when it runs (a contended `Normal` / `BestEffort` selection).
+#[derive(Clone, Copy, Debug)]
+struct Pick {
+    i: usize,
+    charge: Option<Priority>,
 }
 
 impl<'a, const J: usize> Scheduler<'a, J> {
@@ -400,14 +438,83 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             runnable: 0,
             active: 0,
             placement: prefer_npu,
+            policy: Some(Policy::NpuOnly),
+            npu_run: None,
+            random: DEFAULT_RANDOM_SEED,
+            wrr: Wrr::new(DEFAULT_WEIGHTS),
         }
     }
 
-    /// Replaces the placement policy (default [`prefer_npu`]); see
+    /// Replaces the placement function (default [`prefer_npu`]); see
     /// [`crate::device`]. An answer outside the model's usable devices
     /// fails the job with [`JobError::NoDevice`].
     pub fn set_placement(&mut self, placement: Placement) {
         self.placement = placement;
+        self.policy = None;
+    }
+
+    /// Selects one of the shipped placement policies (default
+    /// [`Policy::NpuOnly`]); it applies from the next model step on, to
+    /// local and remote jobs alike.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use synaptic_runtime::device::Policy;
+    /// use synaptic_runtime::sched::Scheduler;
+    /// let mut work = [0u8; 256];
+    /// let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+    /// assert_eq!(sched.policy(), Some(Policy::NpuOnly));
+    /// sched.set_policy(Policy::EarliestFinish);
+    /// assert_eq!(sched.policy(), Some(Policy::EarliestFinish));
+    /// sched.set_placement(|_| None);
+    /// assert_eq!(sched.policy(), None);
+    /// ```
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.placement = policy.placement();
+        self.policy = Some(policy);
+    }
+
+    /// The shipped policy in use; `None` after [`Scheduler::set_placement`].
+    pub fn policy(&self) -> Option<Policy> {
+        self.policy
+    }
+
+    /// Restarts the random words placement queries carry (xorshift32;
+    /// seed 0, which xorshift cannot leave, becomes
+    /// [`DEFAULT_RANDOM_SEED`]).
+    pub fn set_random_seed(&mut self, seed: u32) {
+        self.random = if seed == 0 { DEFAULT_RANDOM_SEED } else { seed };
+    }
+
+    /// Sets the weighted-round-robin weights of `Normal` and `BestEffort`
+    /// (default 4:1, [`crate::arbiter`]) and starts a new round.
+    ///
+    /// # Errors
+    ///
+    /// [`SchedError::InvalidArgument`] for a zero weight (it would starve
+    /// that class).
+    pub fn set_weights(&mut self, weights: Weights) -> Result<(), SchedError> {
+        if !weights.is_valid() {
+            return Err(SchedError::InvalidArgument);
+        }
+        self.wrr = Wrr::new(weights);
+        Ok(())
+    }
+
+    /// The weighted-round-robin weights.
+    pub fn weights(&self) -> Weights {
+        self.wrr.weights()
+    }
+
+    /// The next random word (xorshift32, Marsaglia's 13, 17, 5).
+    fn next_random(&mut self) -> u32 {
+        let mut x = self.random;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.random = x;
+        x
     }
 
     /// The device that runs model `handle`'s step now. Without a CPU device
@@ -416,8 +523,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     /// model that does not allow the NPU.
     #[inline(always)]
     fn place<N, C: Clock, const M: usize, const P: usize, const S: usize>(
-        &self,
-        handle: crate::registry::ModelHandle,
+        &mut self,
+        handle: ModelHandle,
         npu_busy: bool,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
@@ -431,8 +538,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     /// off the NPU-only path.
     #[inline(never)]
     fn place_among<N, C: Clock, const M: usize, const P: usize, const S: usize>(
-        &self,
-        handle: crate::registry::ModelHandle,
+        &mut self,
+        handle: ModelHandle,
         npu_busy: bool,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
@@ -446,7 +553,31 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         } else {
             DeviceMask::NPU
         };
-        let query = PlacementQuery::new(handle.raw(), allowed, present, npu_busy);
+        let predicted = |device| {
+            env.registry
+                .service_time(handle, device)
+                .ok()
+                .and_then(|t| t.estimate_us())
+        };
+        // The NPU's backlog: what its step in flight has left to run.
+        let npu_backlog = match self.npu_run {
+            Some(run) if npu_busy => {
+                let ran = env.clock.now_us().saturating_sub(run.started_us);
+                let whole = env
+                    .registry
+                    .service_time(run.model, Device::Npu)
+                    .ok()
+                    .and_then(|t| t.estimate_us())
+                    .map_or(0, u64::from);
+                whole.saturating_sub(ran)
+            }
+            _ => 0,
+        };
+        let query = PlacementQuery::new(handle.raw(), allowed, present, npu_busy)
+            .with_prediction(Device::Npu, predicted(Device::Npu))
+            .with_prediction(Device::CpuInterpreter, predicted(Device::CpuInterpreter))
+            .with_backlog(Device::Npu, npu_backlog)
+            .with_random(self.next_random());
         match (self.placement)(&query) {
             Some(d) if query.usable().contains(d) => Ok(d),
             _ => Err(JobError::NoDevice { allowed, present }),
@@ -692,34 +823,33 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         }
     }
 
-    fn pick(&self) -> Option<usize> {
+    fn pick(&self) -> Option<Pick> {
         // Only a queued or running job can be picked.
         if self.runnable == 0 {
             return None;
         }
+        let no_charge = |i| Some(Pick { i, charge: None });
         if let Some(i) = self.current {
             let holds = self.slots[i]
                 .request
                 .as_ref()
                 .is_some_and(|r| !r.preemptible);
             match self.slots[i].state {
-                State::Running { .. } if holds => return Some(i),
+                State::Running { .. } if holds => return no_charge(i),
                 State::OnDevice { .. } if holds => return None,
                 _ => {}
             }
         }
-        // One pass: how many jobs are started, the most urgent running job
-        // and the most urgent queued one (a queued job may start only
-        // below the concurrency limit).
-        type Best = Option<(Priority, u64, usize)>;
-        let urgent = |best: Best, p: Priority, seq: u64| {
-            best.is_none_or(|(bp, bseq, _)| p > bp || (p == bp && seq < bseq))
-        };
+        // One pass: how many jobs are started, and per class the oldest
+        // running job and the oldest queued one (a queued job may start
+        // only below the concurrency limit).
+        type Oldest = [Option<(u64, usize)>; Priority::COUNT];
+        let older = |best: Option<(u64, usize)>, seq: u64| best.is_none_or(|(b, _)| seq < b);
         let mut started = 0;
-        let mut running: Best = None;
-        let mut queued: Best = None;
+        let mut running: Oldest = [None; Priority::COUNT];
+        let mut queued: Oldest = [None; Priority::COUNT];
         for (i, s) in self.slots.iter().enumerate() {
-            let best = match s.state {
+            let oldest = match s.state {
                 State::Running { .. } => {
                     started += 1;
                     &mut running
@@ -734,14 +864,35 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             let Some(r) = s.request.as_ref() else {
                 continue;
             };
-            if urgent(*best, r.priority, s.seq) {
-                *best = Some((r.priority, s.seq, i));
+            let best = &mut oldest[r.priority.index()];
+            if older(*best, s.seq) {
+                *best = Some((s.seq, i));
             }
         }
-        let queued = queued.filter(|_| started < self.max_concurrent);
-        match (running, queued) {
-            (Some(r), Some((p, seq, i))) if urgent(Some(r), p, seq) => Some(i),
-            (Some((_, _, i)), _) | (None, Some((_, _, i))) => Some(i),
+        let may_start = started < self.max_concurrent;
+        let candidate = |class: Priority| {
+            let (r, q) = (running[class.index()], queued[class.index()]);
+            match (r, q.filter(|_| may_start)) {
+                (Some(r), Some(q)) => Some(if q.0 < r.0 { q.1 } else { r.1 }),
+                (Some((_, i)), None) | (None, Some((_, i))) => Some(i),
+                (None, None) => None,
+            }
+        };
+        // RealTime: strict priority. Normal and BestEffort: WRR when both
+        // can run.
+        if let Some(i) = candidate(Priority::RealTime) {
+            return no_charge(i);
+        }
+        match (candidate(Priority::Normal), candidate(Priority::BestEffort)) {
+            (Some(n), Some(b)) => {
+                let class = self.wrr.choose();
+                let i = if class == Priority::Normal { n } else { b };
+                Some(Pick {
+                    i,
+                    charge: Some(class),
+                })
+            }
+            (Some(i), None) | (None, Some(i)) => no_charge(i),
             (None, None) => None,
         }
     }
@@ -775,33 +926,41 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         device_busy: bool,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> Option<StepOutcome> {
-        let i = self.pick()?;
+        let Pick { i, charge } = self.pick()?;
         let id = self.id_of(i);
-        // The fields this step needs, not a copy of the whole request.
-        let request = self.slots[i].request.as_ref()?;
-        let (pipeline_id, deadline_us, input_data) =
-            (request.pipeline, request.deadline_us, request.input.data());
-        let (next, current, meta) = match self.slots[i].state {
-            State::Running {
-                next,
-                current,
-                meta,
-            } => (next, current, meta),
-            _ => (0, None, request.input.meta()),
+        let pipeline_id = self.slots[i].request.as_ref()?.pipeline;
+        let next = match self.slots[i].state {
+            State::Running { next, .. } => next,
+            _ => 0,
         };
-        if device_busy {
-            // A model step waits for the busy NPU unless it is placed on
-            // the CPU (a placement error is reported when it runs).
-            let waits = env.pipelines.runnable(pipeline_id).is_ok_and(|p| {
+        // A model step is placed once, here: the answer says whether it
+        // waits for a busy NPU and where it runs (a placement error is
+        // reported when it runs). With an idle NPU and no CPU device there
+        // is nothing to decide, and no lookup is made.
+        let placed = if device_busy || env.cpu.is_some() {
+            let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
                 match p.steps().get(usize::from(next)) {
-                    Some(Step::Model(h)) => self.place(*h, true, env) == Ok(Device::Npu),
-                    _ => false,
+                    Some(Step::Model(h)) => Some(*h),
+                    _ => None,
                 }
             });
-            if waits {
-                return None;
-            }
+            model.map(|h| self.place(h, device_busy, env))
+        } else {
+            None
+        };
+        if device_busy && placed == Some(Ok(Device::Npu)) {
+            return None;
         }
+        if let Some(class) = charge {
+            self.wrr.charge(class);
+        }
+        // The fields this step needs, not a copy of the whole request.
+        let request = self.slots[i].request.as_ref()?;
+        let (deadline_us, input_data) = (request.deadline_us, request.input.data());
+        let (current, meta) = match self.slots[i].state {
+            State::Running { current, meta, .. } => (current, meta),
+            _ => (None, request.input.meta()),
+        };
         self.current = Some(i);
         let done = |finished| StepOutcome::Ran {
             job: id,
@@ -826,14 +985,14 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             return Some(done(true));
         };
         let last = usize::from(next) + 1 == steps.len();
-        let device = match step {
-            Step::Model(h) => match self.place(*h, device_busy, env) {
-                Ok(d) => d,
-                Err(e) => {
-                    self.finish(i, Err(e), env);
-                    return Some(done(true));
-                }
-            },
+        let device = match (step, placed) {
+            (Step::Model(_), Some(Ok(d))) => d,
+            (Step::Model(_), Some(Err(e))) => {
+                self.finish(i, Err(e), env);
+                return Some(done(true));
+            }
+            // Not placed: no CPU device, so the NPU (`stage_model` refuses
+            // a model that does not allow it); or not a model step.
             _ => Device::Npu,
         };
         let at = StepAt {
@@ -878,6 +1037,10 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                         },
                     );
                     self.on_device = Some(i);
+                    self.npu_run = Some(DeviceRun {
+                        model: handle,
+                        started_us: started,
+                    });
                     Some(done(false))
                 }
                 Err(e) => {
@@ -895,6 +1058,10 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             (Step::Model(_), Device::Npu) => profile.npu_us += elapsed,
             (Step::Model(_), Device::CpuInterpreter) => profile.interpreter_us += elapsed,
             (Step::Post(_), _) => profile.postprocess_us += elapsed,
+        }
+        if let (Step::Model(handle), Ok(_)) = (step, &result) {
+            // The same figure as the profile's: the prediction learns it.
+            let _ = env.registry.record_service_time(*handle, device, elapsed);
         }
         Some(self.advance(
             Collected {
@@ -919,6 +1086,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 return None;
             }
         }
+        // The device is done: its step in flight (if any) with it.
+        let run = self.npu_run.take();
         let Some(i) = self.on_device.take() else {
             // A cancelled job's invoke failed: leave the device usable.
             if env.npu.state() == NpuState::Error {
@@ -961,6 +1130,11 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 }),
             }
         };
+        if let (Ok(_), Some(run)) = (&result, run) {
+            let _ = env
+                .registry
+                .record_service_time(run.model, Device::Npu, elapsed);
+        }
         Some(Collected {
             i,
             at,
