@@ -149,6 +149,8 @@ tier_host() {
         cargo_tests "cargo test ${manifest#"$root"/}" \
             env CARGO_TARGET_DIR="$root/rust/target/apps" cargo test --manifest-path "$manifest"
     done
+    # The host tools' own tests (the model-update sender, ...).
+    check "pytest scripts/tests" python3 -m pytest -q "$root/scripts/tests"
     # Every scripts/check-*.sh: C headers up to date and compiling, no
     # read-modify-write in the ring, ...
     local script

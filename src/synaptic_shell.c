@@ -115,14 +115,11 @@ SHELL_STATIC_SUBCMD_SET_CREATE(syn_mpu_cmds,
 		  cmd_syn_mpu_test),
 	SHELL_SUBCMD_SET_END);
 
-SHELL_STATIC_SUBCMD_SET_CREATE(syn_cmds,
-	SHELL_CMD(version, NULL, "synaptic and ABI versions", cmd_syn_version),
-	SHELL_CMD(mem, &syn_mem_cmds, "Memory", NULL),
-	SHELL_CMD(model, &syn_model_cmds, "Models", NULL),
-	SHELL_CMD(npu, &syn_npu_cmds, "NPU", NULL),
-	SHELL_CMD(prof, &syn_prof_cmds, "Profiler", NULL),
-	SHELL_CMD(ipc, &syn_ipc_cmds, "Inter-core transport", NULL),
-	SHELL_CMD(mpu, &syn_mpu_cmds, "MPU guard over CPU1's RAM", NULL),
-	SHELL_SUBCMD_SET_END);
-
-SHELL_CMD_REGISTER(syn, &syn_cmds, "synaptic inference service", NULL);
+/* Subcommands of `syn` (src/synaptic_shell_root.c). */
+SHELL_SUBCMD_ADD((syn), version, NULL, "synaptic and ABI versions", cmd_syn_version, 1, 0);
+SHELL_SUBCMD_ADD((syn), mem, &syn_mem_cmds, "Memory", NULL, 0, 0);
+SHELL_SUBCMD_ADD((syn), model, &syn_model_cmds, "Models", NULL, 0, 0);
+SHELL_SUBCMD_ADD((syn), npu, &syn_npu_cmds, "NPU", NULL, 0, 0);
+SHELL_SUBCMD_ADD((syn), prof, &syn_prof_cmds, "Profiler", NULL, 0, 0);
+SHELL_SUBCMD_ADD((syn), ipc, &syn_ipc_cmds, "Inter-core transport", NULL, 0, 0);
+SHELL_SUBCMD_ADD((syn), mpu, &syn_mpu_cmds, "MPU guard over CPU1's RAM", NULL, 0, 0);

@@ -106,7 +106,7 @@ pub mod ota {
     use core::ffi::{c_char, CStr};
 
     use synaptic_store::ota::{Ota, OtaError, OtaState};
-    use synaptic_store::{Layout, Store};
+    use synaptic_store::{Layout, SlotState, Store};
     use zephyr::raw;
 
     use super::ZephyrFlash;
@@ -139,10 +139,9 @@ pub mod ota {
         -(code as i32)
     }
 
-    /// Run `f` on the store (opened on first use) and the update.
-    fn with<T>(
-        f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> Result<T, OtaError>,
-    ) -> i32 {
+    /// Run `f` on the store (opened on first use) and the update; -EIO
+    /// when the store cannot be opened.
+    fn with_store(f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> i32) -> i32 {
         let mut guard = UPDATES.lock();
         let u = &mut *guard;
         if u.store.is_none() {
@@ -157,12 +156,101 @@ pub mod ota {
                 Err(_) => return -(raw::EIO as i32),
             }
         }
-        let Some(store) = u.store.as_mut() else {
-            return -(raw::EIO as i32);
-        };
-        match f(store, &mut u.ota) {
+        match u.store.as_mut() {
+            Some(store) => f(store, &mut u.ota),
+            None => -(raw::EIO as i32),
+        }
+    }
+
+    /// Run an update step `f`: 0 or its negative errno.
+    fn with<T>(
+        f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> Result<T, OtaError>,
+    ) -> i32 {
+        with_store(|store, ota| match f(store, ota) {
             Ok(_) => 0,
             Err(e) => errno(e),
+        })
+    }
+
+    /// `struct syn_store_model` (`syn_store.h`).
+    #[repr(C)]
+    pub struct StoreModel {
+        name: [u8; synaptic_store::container::NAME_MAX + 1],
+        active_version: u32,
+        previous_version: u32,
+        erases: [u32; 2],
+        slot_state: [u8; 2],
+    }
+
+    /// `syn_store_slot_state_t`'s value of `state`.
+    fn slot_code(state: SlotState) -> u8 {
+        match state {
+            SlotState::Empty => 0,
+            SlotState::Valid => 1,
+            SlotState::Staging => 2,
+        }
+    }
+
+    /// `syn_store_model_get`.
+    ///
+    /// # Safety
+    ///
+    /// `model` is NULL or valid for writing one `struct syn_store_model`.
+    #[no_mangle]
+    pub unsafe extern "C" fn syn_store_model_get(index: usize, model: *mut StoreModel) -> i32 {
+        if model.is_null() {
+            return -(raw::EINVAL as i32);
+        }
+        with_store(|store, _| {
+            let Some(status) = store.models().nth(index) else {
+                return -(raw::ENOENT as i32);
+            };
+            let mut name = [0u8; synaptic_store::container::NAME_MAX + 1];
+            let bytes = status.name.as_bytes();
+            let len = bytes.len().min(name.len() - 1);
+            name[..len].copy_from_slice(&bytes[..len]);
+            let out = StoreModel {
+                name,
+                active_version: status.active.unwrap_or(0),
+                previous_version: status.previous.unwrap_or(0),
+                erases: status.erases,
+                slot_state: status.slots.map(slot_code),
+            };
+            // SAFETY: non-NULL and valid for one write (the caller's
+            // contract); `write` does not read the old contents.
+            unsafe { model.write(out) };
+            0
+        })
+    }
+
+    /// `syn_store_reload`: forget the store read so far (the next call
+    /// reads it from flash again); -EBUSY while an update is in progress.
+    #[no_mangle]
+    pub extern "C" fn syn_store_reload() -> i32 {
+        let mut guard = UPDATES.lock();
+        if matches!(
+            guard.ota.state(),
+            OtaState::Downloading | OtaState::Validating | OtaState::Staging | OtaState::Ready
+        ) {
+            return -(raw::EBUSY as i32);
+        }
+        guard.store = None;
+        guard.ota = Ota::new();
+        0
+    }
+
+    /// `syn_store_generation`.
+    #[no_mangle]
+    pub extern "C" fn syn_store_generation() -> i64 {
+        let mut generation = 0;
+        let status = with_store(|store, _| {
+            generation = store.generation();
+            0
+        });
+        if status < 0 {
+            i64::from(status)
+        } else {
+            i64::from(generation)
         }
     }
 

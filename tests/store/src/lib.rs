@@ -198,6 +198,10 @@ fn the_c_api_streams_a_real_model() -> Outcome {
     }
     let mut flash = ok!(ZephyrFlash::open(), "no store partition");
     ok!(blank(&mut flash), "erase");
+    zassert!(
+        synaptic_zephyr::store::ota::syn_store_reload() == 0,
+        "reload the erased store"
+    );
     let errno = |e: u32| -(e as i32);
     let name = c"person";
     let total = HEADER_LEN + PERSON.len();
@@ -240,6 +244,264 @@ fn the_c_api_streams_a_real_model() -> Outcome {
 
 ztest_suite!(store_ota {
     the_c_api_streams_a_real_model,
+});
+
+/// The keyword spotter, as the repository ships it (streamed over the shell).
+static SPEECH: &[u8] = include_bytes!("../../../models/micro_speech.tflite");
+/// Decoded bytes per `syn ota write` line (CONFIG_SYNAPTIC_STORE_SHELL_CHUNK).
+const LINE_CHUNK: usize = zephyr::kconfig::CONFIG_SYNAPTIC_STORE_SHELL_CHUNK as usize;
+
+extern "C" {
+    fn store_shell_run(cmd: *const core::ffi::c_char, out: *mut u8, out_len: usize) -> i32;
+    fn store_base64(dst: *mut u8, dst_len: usize, src: *const u8, src_len: usize) -> i32;
+}
+
+/// A command line and what the shell answered.
+struct Shell {
+    line: [u8; 256],
+    out: [u8; 512],
+}
+
+impl Shell {
+    const fn new() -> Self {
+        Shell {
+            line: [0; 256],
+            out: [0; 512],
+        }
+    }
+
+    /// Run `cmd` followed by `arg`; the command's status and its output.
+    fn run(&mut self, cmd: &str, arg: &[u8]) -> (i32, &str) {
+        let len = cmd.len() + arg.len();
+        if len >= self.line.len() {
+            return (-(raw::E2BIG as i32), "");
+        }
+        self.line[..cmd.len()].copy_from_slice(cmd.as_bytes());
+        self.line[cmd.len()..len].copy_from_slice(arg);
+        self.line[len] = 0;
+        // SAFETY: `line` is NUL-terminated and `out` valid for its length;
+        // the C glue copies at most `out.len() - 1` bytes and a NUL.
+        let ret = unsafe {
+            store_shell_run(
+                self.line.as_ptr().cast(),
+                self.out.as_mut_ptr(),
+                self.out.len(),
+            )
+        };
+        let end = self.out.iter().position(|&b| b == 0).unwrap_or(0);
+        (ret, core::str::from_utf8(&self.out[..end]).unwrap_or(""))
+    }
+
+    /// `syn ota write` of `chunk` in base64; the status.
+    fn write(&mut self, chunk: &[u8]) -> (i32, &str) {
+        let mut text = [0u8; 4 * (LINE_CHUNK / 3 + 1) + 1];
+        // SAFETY: both buffers are valid for the lengths passed.
+        let n = unsafe { store_base64(text.as_mut_ptr(), text.len(), chunk.as_ptr(), chunk.len()) };
+        if n < 0 {
+            return (n, "");
+        }
+        self.run("syn ota write ", &text[..n as usize])
+    }
+}
+
+/// Whether a command's answer passes `ok`; prints it when not.
+fn answered(ret: i32, out: &str, ok: bool) -> bool {
+    if !ok {
+        printkln!("store: shell answered {}: {}", ret, out.trim());
+    }
+    ok
+}
+
+fn speech_header(version: u32) -> Header {
+    // 49x40 int8 features in, 4 int8 scores out (TFLite type code 9).
+    let input = TensorShape {
+        dtype: 9,
+        rank: 4,
+        dims: [1, 49, 40, 1],
+    };
+    let output = TensorShape {
+        dtype: 9,
+        rank: 2,
+        dims: [1, 4, 1, 1],
+    };
+    Header::new("speech", version, SPEECH, input, output).expect("a valid name")
+}
+
+/// `syn ota begin` to `activate` of version `version`: the lines written.
+fn stream(sh: &mut Shell, version: u32) -> Result<usize, Failure> {
+    let fail = |what| Failure::Check {
+        file: file!(),
+        line: line!(),
+        what,
+    };
+    let mut size = [0u8; 12];
+    let total = HEADER_LEN + SPEECH.len();
+    let digits = {
+        let mut n = total;
+        let mut i = size.len();
+        while n > 0 {
+            i -= 1;
+            size[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        &size[i..]
+    };
+    let (ret, out) = sh.run("syn ota begin speech ", digits);
+    if ret != 0 || !out.contains("ota: ok begin, 0 bytes, state downloading") {
+        printkln!("store: begin answered {}: {}", ret, out);
+        return Err(fail("syn ota begin"));
+    }
+    let header = speech_header(version).encode();
+    let mut lines = 0;
+    let mut sent = 0;
+    for piece in header.chunks(LINE_CHUNK).chain(SPEECH.chunks(LINE_CHUNK)) {
+        let (ret, out) = sh.write(piece);
+        sent += piece.len();
+        lines += 1;
+        if ret != 0 || !out.contains("ota: ok write") {
+            printkln!("store: write {} answered {}: {}", lines, ret, out);
+            return Err(fail("syn ota write"));
+        }
+    }
+    let (ret, out) = sh.run("syn ota finish", b"");
+    if ret != 0 || !out.contains("state ready") || sent != total {
+        printkln!("store: finish answered {}: {}", ret, out);
+        return Err(fail("syn ota finish"));
+    }
+    let (ret, out) = sh.run("syn ota activate", b"");
+    if ret != 0 || !out.contains("ota: ok activate") {
+        printkln!("store: activate answered {}: {}", ret, out);
+        return Err(fail("syn ota activate"));
+    }
+    Ok(lines)
+}
+
+fn the_shell_streams_a_real_model_and_rolls_it_back() -> Outcome {
+    let mut flash = ok!(ZephyrFlash::open(), "no store partition");
+    ok!(blank(&mut flash), "erase");
+    zassert!(
+        synaptic_zephyr::store::ota::syn_store_reload() == 0,
+        "reload the erased store"
+    );
+    static mut SHELL: Shell = Shell::new();
+    // SAFETY: ztest runs this suite's one case on one thread; nothing else
+    // names the static.
+    let sh = unsafe { &mut *core::ptr::addr_of_mut!(SHELL) };
+    let (ret, out) = sh.run("syn store list", b"");
+    zassert!(
+        answered(ret, out, ret == 0 && out.contains("store: 0 models")),
+        "an empty store lists nothing"
+    );
+    let start = cycles();
+    let lines = stream(sh, 1)?;
+    printkln!(
+        "store: shell: {} B keyword-spotting container streamed as {} 'syn ota write' lines of at \
+         most {} B (base64), finished and activated in {} emulated cycles",
+        HEADER_LEN + SPEECH.len(),
+        lines,
+        LINE_CHUNK,
+        cycles().wrapping_sub(start)
+    );
+    let (ret, out) = sh.run("syn store list", b"");
+    let listed = ret == 0 && out.contains("store: speech: active v1, previous v0; slot A valid");
+    zassert!(answered(ret, out, listed), "version 1 listed active");
+    stream(sh, 2)?;
+    let (ret, out) = sh.run("syn ota rollback", b"");
+    zassert!(
+        answered(ret, out, ret == 0 && out.contains("ota: ok rollback")),
+        "rollback"
+    );
+    let (ret, out) = sh.run("syn store list", b"");
+    printkln!("store: shell: after the rollback: {}", out.trim());
+    zassert!(
+        ret == 0
+            && out.contains("store: speech: active v1, previous v2; slot A valid")
+            && out.contains("slot B valid")
+            && out.contains("store: 1 models"),
+        "version 1 active again, version 2 the rollback target"
+    );
+    // What the shell activated is what the store hands out.
+    let mut store = ok!(open(), "open");
+    let located = ok!(store.active("speech"), "no active speech model");
+    zassert!(located.header.version == 1, "the store agrees");
+    Ok(())
+}
+
+fn the_shell_refuses_bad_lines_with_an_errno() -> Outcome {
+    let mut flash = ok!(ZephyrFlash::open(), "no store partition");
+    ok!(blank(&mut flash), "erase");
+    zassert!(
+        synaptic_zephyr::store::ota::syn_store_reload() == 0,
+        "reload the erased store"
+    );
+    static mut SHELL: Shell = Shell::new();
+    // SAFETY: as in the other case of this suite (cases run one by one).
+    let sh = unsafe { &mut *core::ptr::addr_of_mut!(SHELL) };
+    let (ret, out) = sh.run("syn ota write ", b"AAAA");
+    zassert!(
+        answered(
+            ret,
+            out,
+            ret == -(raw::EPERM as i32) && out.contains("ota: write failed: -1 (state idle)")
+        ),
+        "a chunk while idle"
+    );
+    let (ret, out) = sh.run("syn ota begin speech ", b"12x");
+    zassert!(
+        answered(
+            ret,
+            out,
+            ret == -(raw::EINVAL as i32) && out.contains("is not a positive number")
+        ),
+        "a size that is not a number"
+    );
+    let (ret, _) = sh.run("syn ota begin speech ", b"100000000");
+    zassert!(
+        answered(ret, "", ret == -(raw::EFBIG as i32)),
+        "larger than a slot"
+    );
+    let (ret, _) = sh.run("syn ota begin speech ", b"1000");
+    zassert!(answered(ret, "", ret == 0), "begin");
+    let (ret, out) = sh.run("syn ota write ", b"!!!!");
+    zassert!(
+        answered(
+            ret,
+            out,
+            ret == -(raw::EINVAL as i32) && out.contains("not base64")
+        ),
+        "not base64"
+    );
+    let too_long = [b'A'; 4 * (LINE_CHUNK / 3 + 1)];
+    let (ret, _) = sh.run("syn ota write ", &too_long);
+    zassert!(
+        answered(ret, "", ret == -(raw::EINVAL as i32)),
+        "more than one chunk's bytes"
+    );
+    let (ret, out) = sh.write(&[0u8; HEADER_LEN]);
+    zassert!(
+        answered(
+            ret,
+            out,
+            ret == -(raw::EILSEQ as i32) && out.contains("state error")
+        ),
+        "a chunk that is no container header ends the update"
+    );
+    let (ret, out) = sh.run("syn ota state", b"");
+    zassert!(
+        answered(ret, out, ret == 0 && out.contains("state error")),
+        "state"
+    );
+    let (ret, _) = sh.run("syn ota", b"");
+    zassert!(
+        answered(ret, "", ret != 0),
+        "a group without its subcommand"
+    );
+    Ok(())
+}
+
+ztest_suite!(store_shell {
+    the_shell_streams_a_real_model_and_rolls_it_back,
+    the_shell_refuses_bad_lines_with_an_errno,
 });
 
 /// Every `STRIDE`th flash operation of the scenario is a cut point.
