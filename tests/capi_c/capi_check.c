@@ -23,6 +23,8 @@
 #include <synaptic/syn_prof.h>
 #include <synaptic/syn_api.h>
 #include <synaptic/syn_abi.h>
+#include <synaptic/syn_model_ota.h>
+#include <synaptic/syn_store.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -244,3 +246,22 @@ frozen_stage_t check_stage_types(void)
 	(void)params;
 	return pre != NULL ? pre : post;
 }
+
+/* The model store's headers (syn_model_ota.h, syn_store.h): signatures, and
+ * struct syn_store_model as synaptic-zephyr's #[repr(C)] StoreModel lays it
+ * out (the same on every target: no pointers, no enums).
+ */
+SIZE(struct syn_store_model, 52, 52);
+OFFSET(struct syn_store_model, active_version, 32, 32);
+OFFSET(struct syn_store_model, erases, 40, 40);
+OFFSET(struct syn_store_model, slot_state, 48, 48);
+
+int (*const check_ota_begin)(const char *, size_t) = syn_ota_begin;
+int (*const check_ota_write_chunk)(const uint8_t *, size_t) = syn_ota_write_chunk;
+int (*const check_ota_finish)(void) = syn_ota_finish;
+int (*const check_ota_activate)(void) = syn_ota_activate;
+int (*const check_ota_rollback)(void) = syn_ota_rollback;
+syn_ota_state_t (*const check_ota_get_state)(void) = syn_ota_get_state;
+int (*const check_store_model_get)(size_t, struct syn_store_model *) = syn_store_model_get;
+int64_t (*const check_store_generation)(void) = syn_store_generation;
+int (*const check_store_reload)(void) = syn_store_reload;

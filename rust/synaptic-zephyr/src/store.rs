@@ -182,6 +182,10 @@ pub mod ota {
         slot_state: [u8; 2],
     }
 
+    // The layout tests/capi_c/capi_check.c asserts for C.
+    const _: () = assert!(core::mem::size_of::<StoreModel>() == 52);
+    const _: () = assert!(core::mem::offset_of!(StoreModel, slot_state) == 48);
+
     /// `syn_store_slot_state_t`'s value of `state`.
     fn slot_code(state: SlotState) -> u8 {
         match state {
