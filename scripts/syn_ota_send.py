@@ -2,7 +2,7 @@
 """Stream a model container into a board's flash model store through the
 `syn ota` shell commands (CONFIG_SYNAPTIC_STORE_SHELL), then activate it.
 
-    syn_ota_send.py --port URL CONTAINER [--chunk BYTES] [--no-activate]
+    syn_ota_send.py --port URL CONTAINER [--chunk BYTES] [--no-activate] [--list]
 
 CONTAINER is what `synaptic-pack pack` writes (96-byte header, then the
 .tflite); the model's name comes from its header. URL is anything pyserial
@@ -71,9 +71,47 @@ class Link:
         raise OtaError(f"no answer to '{line[:40]}' within {self.timeout} s")
 
 
+def store_list(link: Link) -> list:
+    """`syn store list`'s lines, up to its summary ("store: N models ...")."""
+    link.port.write(b"syn store list\r\n")
+    lines = []
+    deadline = time.monotonic() + link.timeout
+    while time.monotonic() < deadline:
+        while b"\n" in link.pending:
+            raw, link.pending = link.pending.split(b"\n", 1)
+            text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", raw.decode("utf-8", "replace")).strip()
+            match = re.search(r"store: .*", text)
+            if match and "syn store list" not in text:
+                lines.append(match.group(0))
+                if re.match(r"store: (\d+ models|cannot open)", match.group(0)):
+                    return lines
+        link.pending += link.port.read(256)
+    raise OtaError("no answer to 'syn store list'")
+
+
+def sync(link: Link, tries: int = 20) -> str:
+    """Ask `syn ota state` until the shell answers (a board still booting
+    drops what it is sent); the answer, or OtaError after `tries`."""
+    patience = link.timeout
+    link.timeout = min(patience, 1.0)
+    try:
+        for _ in range(tries - 1):
+            try:
+                return link.command("syn ota state")
+            except OtaError as error:
+                if "failed" in str(error):
+                    raise
+        link.timeout = patience
+        return link.command("syn ota state")
+    finally:
+        link.timeout = patience
+
+
 def send(link: Link, data: bytes, chunk: int, activate: bool, log=print) -> None:
-    """Begin, write `data` in `chunk`-byte base64 lines, finish, activate."""
+    """Wait for the shell, begin, write `data` in `chunk`-byte base64 lines,
+    finish, activate."""
     name = parse_container(data)
+    log(sync(link))
     log(link.command(f"syn ota begin {name} {len(data)}"))
     lines = 0
     for at in range(0, len(data), chunk):
@@ -97,6 +135,7 @@ def main() -> int:
         help="bytes per line, at most CONFIG_SYNAPTIC_STORE_SHELL_CHUNK (default 96)",
     )
     parser.add_argument("--no-activate", action="store_true", help="stop after finish")
+    parser.add_argument("--list", action="store_true", help="print `syn store list` after")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per answer")
     args = parser.parse_args()
     if not 1 <= args.chunk <= 180:
@@ -112,7 +151,10 @@ def main() -> int:
 
     port = serial.serial_for_url(args.port, baudrate=args.baud, timeout=0.1)
     try:
-        send(Link(port, args.timeout), data, args.chunk, not args.no_activate)
+        link = Link(port, args.timeout)
+        send(link, data, args.chunk, not args.no_activate)
+        if args.list:
+            print("\n".join(store_list(link)))
     except OtaError as error:
         print(f"syn_ota_send: {error}", file=sys.stderr)
         return 1

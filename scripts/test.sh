@@ -215,6 +215,18 @@ tier_zephyr() {
         tier_failed=$((tier_failed + 1))
     fi
     [ "$zs" -eq 0 ] || echo "  ($zs cases skipped by their own choice)"
+    # A model update through the shell, from the host's sender, on the
+    # image twister built (interactive: twister's harnesses cannot type).
+    local update_elf
+    update_elf="$(find "$out" -path '*sample.synaptic.model_update/zephyr/zephyr.elf' | head -n 1)"
+    if [ -n "$update_elf" ]; then
+        check "model update streamed over the shell in QEMU (scripts/ota-qemu.sh)" \
+            "$root/scripts/ota-qemu.sh" "$update_elf"
+        grep -E "bytes of|store: |wall clock" "$log_dir/check.log" | sed 's/^/          | /'
+    else
+        echo "  FAIL    model update over the shell: twister built no samples/model_update"
+        tier_failed=$((tier_failed + 1))
+    fi
     # Footprint of every image built, and no floating point in CPU1's.
     echo "  images (flash and RAM in bytes; CPU1 images checked for floating point):"
     python3 "$root/scripts/image_report.py" "$out" >"$log_dir/images.txt" 2>&1

@@ -29,7 +29,8 @@ class Board:
     """The shell as the firmware answers: an echo, a coloured prompt, one
     answer line per command; `refuse` names a command to fail."""
 
-    def __init__(self, refuse=None, silent=False):
+    def __init__(self, refuse=None, silent=False, deaf=0):
+        self.deaf = deaf  # commands lost while the board boots
         self.out = b""
         self.commands = []
         self.received = bytearray()
@@ -38,11 +39,18 @@ class Board:
 
     def write(self, data: bytes):
         line = data.decode("ascii").strip()
+        if line == "syn store list":
+            self.out += b"syn store list\r\nstore: m: active v1, previous v0; ...\r\n"
+            self.out += b"\x1b[1;32mstore: 1 models, registry generation 3\x1b[m\r\n"
+            return
         self.commands.append(line.split(" ")[2] if line.startswith("syn ota") else line)
         self.out += b"\x1b[1;32muart:~$ \x1b[m" + line.encode() + b"\r\n"
         if self.silent:
             return
         step = line.split(" ")[2]
+        if self.deaf > 0:
+            self.deaf -= 1
+            return
         if step == self.refuse:
             self.out += f"\x1b[1;31mota: {step} failed: -84 (state error)\x1b[m\r\n".encode()
             return
@@ -66,7 +74,14 @@ def test_the_board_receives_the_container_byte_for_byte_in_order():
     sender.send(sender.Link(board, 1.0), data, 96, activate=True, log=lambda _: None)
     assert bytes(board.received) == data
     writes = len(data) // 96 + (len(data) % 96 != 0)
-    assert board.commands == ["begin"] + ["write"] * writes + ["finish", "activate"]
+    assert board.commands == ["state", "begin"] + ["write"] * writes + ["finish", "activate"]
+
+
+def test_the_sender_waits_for_a_booting_shell():
+    board = Board(deaf=3)
+    sender.send(sender.Link(board, 0.2), container("m", b"abc"), 96, True, log=lambda _: None)
+    assert board.commands[:5] == ["state"] * 4 + ["begin"]
+    assert bytes(board.received) == container("m", b"abc")
 
 
 def test_a_refusal_stops_the_stream_with_the_boards_line():
@@ -89,3 +104,12 @@ def test_only_containers_are_sent():
     with pytest.raises(ValueError, match="payload bytes"):
         sender.parse_container(container("m", b"abcd")[:-1])
     assert sender.parse_container(container("person", b"abcd")) == "person"
+
+
+def test_the_store_list_is_read_to_its_summary():
+    board = Board()
+    link = sender.Link(board, 1.0)
+    assert sender.store_list(link) == [
+        "store: m: active v1, previous v0; ...",
+        "store: 1 models, registry generation 3",
+    ]

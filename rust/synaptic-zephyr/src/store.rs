@@ -106,7 +106,7 @@ pub mod ota {
     use core::ffi::{c_char, CStr};
 
     use synaptic_store::ota::{Ota, OtaError, OtaState};
-    use synaptic_store::{Layout, SlotState, Store};
+    use synaptic_store::{Layout, ModelStatus, SlotState, Store};
     use zephyr::raw;
 
     use super::ZephyrFlash;
@@ -243,18 +243,28 @@ pub mod ota {
         0
     }
 
-    /// `syn_store_generation`.
-    #[no_mangle]
-    pub extern "C" fn syn_store_generation() -> i64 {
+    /// Every model of the store (opened on first use) to `each`; the
+    /// registry's generation, or the negative errno the store failed with.
+    pub fn inventory(mut each: impl FnMut(&ModelStatus<'_>)) -> Result<u32, i32> {
         let mut generation = 0;
         let status = with_store(|store, _| {
+            store.models().for_each(|m| each(&m));
             generation = store.generation();
             0
         });
         if status < 0 {
-            i64::from(status)
+            Err(status)
         } else {
-            i64::from(generation)
+            Ok(generation)
+        }
+    }
+
+    /// `syn_store_generation`.
+    #[no_mangle]
+    pub extern "C" fn syn_store_generation() -> i64 {
+        match inventory(|_| {}) {
+            Ok(generation) => i64::from(generation),
+            Err(e) => i64::from(e),
         }
     }
 
