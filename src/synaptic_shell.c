@@ -67,6 +67,22 @@ static int cmd_syn_ipc_status(const struct shell *sh, size_t argc, char **argv)
 	return syn_shell_ipc_status(sh);
 }
 
+static int cmd_syn_sched_stats(const struct shell *sh, size_t argc, char **argv)
+{
+	ARG_UNUSED(argc);
+	ARG_UNUSED(argv);
+	return syn_shell_sched_stats(sh);
+}
+
+static int cmd_syn_sched_policy(const struct shell *sh, size_t argc, char **argv)
+{
+	/* SHELL_CMD_ARG below makes the shell pass exactly one argument. */
+	if (argc != 2) {
+		return -EINVAL;
+	}
+	return syn_shell_sched_policy(sh, argv[1]);
+}
+
 static int cmd_syn_mpu_test(const struct shell *sh, size_t argc, char **argv)
 {
 	ARG_UNUSED(argc);
@@ -108,6 +124,13 @@ SHELL_STATIC_SUBCMD_SET_CREATE(syn_ipc_cmds,
 		  cmd_syn_ipc_status),
 	SHELL_SUBCMD_SET_END);
 
+SHELL_STATIC_SUBCMD_SET_CREATE(syn_sched_cmds,
+	SHELL_CMD(stats, NULL, "Placement policy, WRR weights, service-time predictions",
+		  cmd_syn_sched_stats),
+	SHELL_CMD_ARG(policy, NULL, "Switch the placement policy: npu, cpu, busy, random, eft",
+		      cmd_syn_sched_policy, 2, 0),
+	SHELL_SUBCMD_SET_END);
+
 SHELL_STATIC_SUBCMD_SET_CREATE(syn_mpu_cmds,
 	SHELL_CMD(test, NULL,
 		  "Fault a test thread on CPU1's RAM; check it alone is aborted and both "
@@ -122,4 +145,6 @@ SHELL_SUBCMD_ADD((syn), model, &syn_model_cmds, "Models", NULL, 0, 0);
 SHELL_SUBCMD_ADD((syn), npu, &syn_npu_cmds, "NPU", NULL, 0, 0);
 SHELL_SUBCMD_ADD((syn), prof, &syn_prof_cmds, "Profiler", NULL, 0, 0);
 SHELL_SUBCMD_ADD((syn), ipc, &syn_ipc_cmds, "Inter-core transport", NULL, 0, 0);
+SHELL_SUBCMD_ADD((syn), sched, &syn_sched_cmds, "Scheduler: placement and arbitration", NULL,
+		 0, 0);
 SHELL_SUBCMD_ADD((syn), mpu, &syn_mpu_cmds, "MPU guard over CPU1's RAM", NULL, 0, 0);

@@ -38,6 +38,14 @@ int syn_shell_npu_caps(const struct shell *sh);
 int syn_shell_prof_last(const struct shell *sh);
 /** `syn ipc status`: rings, CPU1 state and its round-trip statistics. */
 int syn_shell_ipc_status(const struct shell *sh);
+/** `syn sched stats`: placement policy, WRR weights, per-model predictions. */
+int syn_shell_sched_stats(const struct shell *sh);
+/**
+ * `syn sched policy <name>`: ask the serving thread to place with the
+ * policy called @p name (`npu`, `cpu`, `busy`, `random`, `eft`; @p name is
+ * NUL-terminated). -EINVAL for an unknown name.
+ */
+int syn_shell_sched_policy(const struct shell *sh, const char *name);
 
 #ifdef __cplusplus
 }

@@ -33,10 +33,19 @@
 //!
 //! The scheduler measures wall time on its clock from the start of a step
 //! to the moment it collects the result. A synchronous step is timed
-//! exactly; an asynchronous NPU step (overlap mode) is timed to its
-//! collection, which comes later than the device's completion when the
-//! scheduler was busy with a CPU step meanwhile, so such a sample is an
-//! upper bound.
+//! exactly. An asynchronous NPU step (overlap mode) is timed to its
+//! collection: exact when the scheduler collects it promptly (its caller
+//! was waiting for the device), but late when a synchronous step (a CPU
+//! stage, or a model step on the CPU interpreter) held the scheduler's
+//! thread while the device finished. Then the scheduler only knows the
+//! run took between the time it last saw the device busy and the
+//! collection, and records the current estimate clamped into that
+//! interval (the upper end when there is no estimate yet): a late
+//! collection does not inflate the estimate, it only corrects one the
+//! interval rules out. Taking the late collection as the sample made the
+//! NPU's estimates 1.5x (person detection) to 2.7x (keyword spotting) too
+//! high in the placement benchmark (`synaptic-sim`'s `placement_bench`),
+//! and earliest-finish placement then sent nearly every step to the CPU.
 
 /// Largest measurement taken as is; longer ones count as this.
 pub const MAX_SAMPLE_US: u32 = u32::MAX >> SHIFT;

@@ -392,11 +392,38 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     wrr: Wrr,
 }
 
-/// The model step on the NPU in overlap mode: which model, since when.
+/// The model step on the NPU in overlap mode: which model, since when,
+/// and what the scheduler knows about when it finished.
 #[derive(Clone, Copy, Debug)]
 struct DeviceRun {
     model: ModelHandle,
     started_us: u64,
+    /// The last time the scheduler saw the device still busy.
+    seen_busy_us: u64,
+    /// Whether a synchronous step ran on the scheduler's thread since
+    /// then: the device may have finished at any moment of it, so the
+    /// collection time is late by an unknown amount.
+    late: bool,
+}
+
+impl DeviceRun {
+    /// The service-time sample of this run, collected at `now_us`, given
+    /// the model's current estimate (see [`crate::predict`], "Limits").
+    ///
+    /// Collected promptly (nothing ran on the scheduler's thread since the
+    /// device was last seen busy: the caller was waiting for it), the
+    /// sample is the time from start to collection. Collected late, the
+    /// device finished somewhere in `[seen_busy, now]`: the sample is the
+    /// current estimate moved just into that interval (unchanged when it
+    /// already lies there), or its upper end when there is no estimate yet.
+    fn sample_us(&self, now_us: u64, estimate_us: Option<u32>) -> u64 {
+        let upper = now_us.saturating_sub(self.started_us);
+        let lower = self.seen_busy_us.saturating_sub(self.started_us).min(upper);
+        match (self.late, estimate_us) {
+            (true, Some(e)) => u64::from(e).clamp(lower, upper),
+            _ => upper,
+        }
+    }
 }
 
 /// Default seed of the placement's random words.
@@ -1040,6 +1067,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     self.npu_run = Some(DeviceRun {
                         model: handle,
                         started_us: started,
+                        seen_busy_us: started,
+                        late: false,
                     });
                     Some(done(false))
                 }
@@ -1050,6 +1079,10 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             };
         }
         let result = input.and_then(|input| run_step(step, next, device, &input, output, env));
+        if let Some(run) = &mut self.npu_run {
+            // The NPU may finish while this step holds the thread.
+            run.late = true;
+        }
         env.clock.new_turn();
         let elapsed = env.clock.now_us().saturating_sub(started);
         let profile = &mut self.slots[i].profile;
@@ -1083,6 +1116,10 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         if env.npu.state() == NpuState::Busy {
             env.npu.poll();
             if env.npu.state() == NpuState::Busy {
+                if let Some(run) = &mut self.npu_run {
+                    run.seen_busy_us = env.clock.now_us();
+                    run.late = false;
+                }
                 return None;
             }
         }
@@ -1131,9 +1168,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             }
         };
         if let (Ok(_), Some(run)) = (&result, run) {
+            let estimate = env
+                .registry
+                .service_time(run.model, Device::Npu)
+                .ok()
+                .and_then(|t| t.estimate_us());
+            let sample = run.sample_us(env.clock.now_us(), estimate);
             let _ = env
                 .registry
-                .record_service_time(run.model, Device::Npu, elapsed);
+                .record_service_time(run.model, Device::Npu, sample);
         }
         Some(Collected {
             i,

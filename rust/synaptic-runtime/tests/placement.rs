@@ -348,3 +348,59 @@ fn a_model_for_one_device_runs_there_whatever_the_policy() {
         }
     }
 }
+
+/// The NPU's prediction of `npu_only` after one overlap-mode run of it
+/// (NPU latency `npu_latency_us`, prediction `seeded` before) while CPU
+/// steps of 1500 µs hold the scheduler's thread: job A (NPU) starts at 0,
+/// jobs B and C (CPU only) run 0..1500 and 1500..3000, and A is collected
+/// at the first step after the device finished.
+fn npu_estimate_after_cpu_steps(npu_latency_us: u64, seeded: Option<u64>) -> (Option<u32>, u32) {
+    let mut rig = Rig::new();
+    rig.npu.set_latency_us(npu_latency_us);
+    let (model, a) = rig.npu_only;
+    if let Some(us) = seeded {
+        rig.registry
+            .record_service_time(model, Device::Npu, us)
+            .unwrap();
+    }
+    let b = rig.both.1;
+    let mut work = [0u8; 512];
+    let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
+    sched.set_overlap(true).unwrap();
+    sched.set_policy(Policy::CpuOnly);
+    for p in [a, b, b] {
+        sched
+            .submit(JobRequest::new(p, input(&DATA)), &rig.pool, rig.clock)
+            .unwrap();
+    }
+    // A starts on the NPU; B and C run on the CPU, one per step.
+    loop {
+        match sched.step(&mut rig.env()) {
+            StepOutcome::Waiting => rig.clock.advance(1),
+            StepOutcome::Idle => break,
+            StepOutcome::Ran { .. } => {}
+        }
+    }
+    assert_eq!(rig.invokes(), (1, 2));
+    rig.predicted(model, Device::Npu)
+}
+
+#[test]
+fn a_late_collection_of_an_npu_step_does_not_inflate_its_prediction() {
+    // Done at 1000, collected at 1500 after B's CPU step: the run took
+    // between 0 and 1500, the estimate 1000 lies there and stays (the
+    // collection time as the sample would have made it 1063).
+    assert_eq!(
+        npu_estimate_after_cpu_steps(1_000, Some(1_000)),
+        (Some(1_000), 2)
+    );
+    // Done at 2000: seen busy at 1500, collected at 3000 after C's step.
+    // The interval [1500, 3000] rules out 1000: the sample is 1500, and
+    // the estimate 7/8 1000 + 1/8 1500 = 1062.5 (not 1250 from 3000).
+    assert_eq!(
+        npu_estimate_after_cpu_steps(2_000, Some(1_000)),
+        (Some(1_063), 2)
+    );
+    // No estimate yet: the upper end (1500) seeds it.
+    assert_eq!(npu_estimate_after_cpu_steps(1_000, None), (Some(1_500), 1));
+}

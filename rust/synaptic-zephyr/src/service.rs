@@ -40,7 +40,7 @@
 //! arena, with the interpreter); nothing else touches it.
 //! [`start`] runs once per boot.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use static_cell::{ConstStaticCell, StaticCell};
 use synaptic_abi::{
@@ -49,13 +49,15 @@ use synaptic_abi::{
 };
 use synaptic_ipc::{Inbox, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
+use synaptic_runtime::arbiter::Weights;
 use synaptic_runtime::arena::{Arena, DType, Lifetime, TensorMeta, DEFAULT_SCRATCH_DEPTH};
+use synaptic_runtime::device::{Device, Policy};
 #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
 use synaptic_runtime::npu::{NpuCallback, NpuCapabilities, NpuError, NpuModel, NpuRun};
 use synaptic_runtime::npu::{NpuDevice, NpuState, StubNpu};
 use synaptic_runtime::pipeline::PipelinePool;
 use synaptic_runtime::prof::Profiler;
-use synaptic_runtime::registry::{ModelDesc, Registry};
+use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
 use synaptic_runtime::sched::Scheduler;
 use synaptic_runtime::time::TurnClock;
 use synaptic_serve::boot::{boot_cpu1, BootPlatform, BootReport, Budgets, Down, Link};
@@ -155,6 +157,39 @@ static SERVING_UP: KernelSemaphore = KernelSemaphore::new(0, 1);
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// The stub NPU's latency as last requested ([`set_npu_latency_us`]).
 static NPU_LATENCY_US: AtomicU32 = AtomicU32::new(0);
+/// A placement policy requested at run time ([`set_policy`]): its position
+/// in `Policy::ALL` plus one, 0 when none is pending.
+static POLICY_WANTED: AtomicU8 = AtomicU8::new(0);
+
+/// The placement policy Kconfig selects (`SYNAPTIC_PLACEMENT_*`).
+pub const DEFAULT_POLICY: Policy = if cfg!(CONFIG_SYNAPTIC_PLACEMENT_CPU) {
+    Policy::CpuOnly
+} else if cfg!(CONFIG_SYNAPTIC_PLACEMENT_BUSY) {
+    Policy::BusyAware
+} else if cfg!(CONFIG_SYNAPTIC_PLACEMENT_RANDOM) {
+    Policy::Random
+} else if cfg!(CONFIG_SYNAPTIC_PLACEMENT_EFT) {
+    Policy::EarliestFinish
+} else {
+    Policy::NpuOnly
+};
+
+/// The WRR weights Kconfig sets (`SYNAPTIC_WRR_NORMAL_WEIGHT`,
+/// `SYNAPTIC_WRR_BEST_EFFORT_WEIGHT`, each 1 to 255 by their ranges).
+pub const WEIGHTS: Weights = Weights {
+    normal: zephyr::kconfig::CONFIG_SYNAPTIC_WRR_NORMAL_WEIGHT as u8,
+    best_effort: zephyr::kconfig::CONFIG_SYNAPTIC_WRR_BEST_EFFORT_WEIGHT as u8,
+};
+
+/// Asks the serving thread to place model steps with `policy` from its
+/// next turn on (at the latest when the idle timer wakes it); the shell's
+/// `syn sched stats` shows the policy in effect.
+pub fn set_policy(policy: Policy) {
+    let position = Policy::ALL.iter().position(|p| *p == policy).unwrap_or(0);
+    // Ordering: a lone request word, read by the serving thread's next
+    // turn; nothing else is published with it.
+    POLICY_WANTED.store(position as u8 + 1, Ordering::Relaxed);
+}
 /// The stub NPU, in a static: its device buffers (31 KB) on the serving
 /// thread's stack would put the thread's other locals out of reach of a
 /// single stack-relative instruction.
@@ -489,6 +524,10 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     if cfg!(CONFIG_SYNAPTIC_NPU_OVERLAP) && npu.capabilities().async_invoke {
         let _ = scheduler.set_overlap(true);
     }
+    scheduler.set_policy(DEFAULT_POLICY);
+    if scheduler.set_weights(WEIGHTS).is_err() {
+        return setup_failed("WRR weights (Kconfig SYNAPTIC_WRR_*_WEIGHT)");
+    }
     let mut profiler = Profiler::new();
     profiler.enable(&clock);
     let Some(arena_buffer) = ARENA.try_take() else {
@@ -528,11 +567,15 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
                     output: info.output_size(),
                     devices: info.devices,
                     exported,
+                    predicted_us: [None; 2],
+                    samples: [0; 2],
                 });
             }
         }
         snapshot.mem = Some(arena.stats());
         snapshot.caps = Some(npu.capabilities());
+        snapshot.policy = scheduler.policy();
+        snapshot.weights = Some(scheduler.weights());
     }
     #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
     let Some(mut cpu) = cpu_interpreter() else {
@@ -560,6 +603,17 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         if wanted != latency_us {
             latency_us = wanted;
             rt.npu.set_latency_us(u64::from(wanted));
+        }
+        // Ordering: see `set_policy`. A load every turn, the store only
+        // when a request is pending (a request made between the two is
+        // lost; the shell shows the policy in effect).
+        let wanted_policy = POLICY_WANTED.load(Ordering::Relaxed);
+        if let Some(p) = wanted_policy.checked_sub(1).map(usize::from) {
+            POLICY_WANTED.store(0, Ordering::Relaxed);
+            if let Some(p) = Policy::ALL.get(p) {
+                rt.scheduler.set_policy(*p);
+                SNAPSHOT.lock().policy = rt.scheduler.policy();
+            }
         }
         // A flood: the serving thread drains, and must not wait for a
         // doorbell that is not taken.
@@ -620,6 +674,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
                 if last.is_some() {
                     publish_profile(last);
                 }
+                publish_predictions(rt.registry);
             }
         }
     }
@@ -741,6 +796,19 @@ fn pause_for_device() {
     crate::sync::wait_for_event();
     #[cfg(not(CONFIG_QEMU_TARGET))]
     synaptic_runtime::time::Delay::delay_us(&ZephyrClock, 1);
+}
+
+/// Each registered model's service-time predictions, for `syn sched stats`.
+fn publish_predictions<const M: usize>(registry: &Registry<M>) {
+    let mut snapshot = SNAPSHOT.lock();
+    for m in snapshot.models.iter_mut() {
+        for d in Device::ALL {
+            if let Ok(t) = registry.service_time(ModelHandle::from_raw(m.handle), d) {
+                m.predicted_us[d.index()] = t.estimate_us();
+                m.samples[d.index()] = t.samples();
+            }
+        }
+    }
 }
 
 fn publish_profile(last: Option<synaptic_runtime::prof::InferenceProfile>) {

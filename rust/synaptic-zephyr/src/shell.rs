@@ -167,6 +167,86 @@ pub extern "C" fn syn_shell_ipc_status(sh: *const c_void) -> c_int {
     0
 }
 
+/// `syn sched stats`.
+#[no_mangle]
+pub extern "C" fn syn_shell_sched_stats(sh: *const c_void) -> c_int {
+    if sh.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    let Some((policy, weights)) = crate::service::snapshot(|s| s.policy.zip(s.weights)) else {
+        return not_running(sh);
+    };
+    print(
+        sh,
+        format_args!(
+            "placement policy {} (of npu, cpu, busy, random, eft); WRR normal:best_effort {}:{}",
+            policy.name(),
+            weights.normal,
+            weights.best_effort
+        ),
+    );
+    crate::service::snapshot(|s| {
+        for m in &s.models {
+            let mut line = Line::format(format_args!("model 0x{:08x} {}:", m.handle, m.name));
+            for d in synaptic_runtime::device::Device::ALL {
+                if !m.devices.contains(d) {
+                    continue;
+                }
+                let _ = match m.predicted_us[d.index()] {
+                    Some(us) => write!(
+                        line,
+                        " {} {} us ({} runs)",
+                        d.name(),
+                        us,
+                        m.samples[d.index()]
+                    ),
+                    None => write!(line, " {} unmeasured", d.name()),
+                };
+            }
+            print(sh, format_args!("{}", line.0));
+        }
+    });
+    0
+}
+
+/// `syn sched policy <name>`.
+///
+/// # Safety
+///
+/// `name` is NULL or a NUL-terminated string valid for the call.
+#[no_mangle]
+pub unsafe extern "C" fn syn_shell_sched_policy(sh: *const c_void, name: *const c_char) -> c_int {
+    if sh.is_null() || name.is_null() {
+        return synaptic_abi::Errno::Inval.negative();
+    }
+    // SAFETY: non-null (checked) and NUL-terminated, valid for the call
+    // (contract; the shell passes its argv).
+    let name = unsafe { core::ffi::CStr::from_ptr(name) };
+    let Some(policy) = name
+        .to_str()
+        .ok()
+        .and_then(synaptic_runtime::device::Policy::from_name)
+    else {
+        print(
+            sh,
+            format_args!("unknown policy (use npu, cpu, busy, random or eft)"),
+        );
+        return synaptic_abi::Errno::Inval.negative();
+    };
+    if crate::service::snapshot(|s| s.policy).is_none() {
+        return not_running(sh);
+    }
+    crate::service::set_policy(policy);
+    print(
+        sh,
+        format_args!(
+            "placement policy {} requested (from the serving thread's next turn)",
+            policy.name()
+        ),
+    );
+    0
+}
+
 /// A line buffer for formatted output (truncates instead of failing).
 struct Line(String<192>);
 

@@ -322,6 +322,13 @@ pub struct ModelLine {
     pub devices: synaptic_runtime::device::DeviceMask,
     /// Whether CPU1 can reach it.
     pub exported: bool,
+    /// Its predicted service time on each device, microseconds, by
+    /// `Device::index` (`None` before its first run there), and the runs
+    /// measured there: published by the serving thread when idle and every
+    /// 64 answers.
+    pub predicted_us: [Option<u32>; 2],
+    /// Runs measured on each device (see `predicted_us`).
+    pub samples: [u32; 2],
 }
 
 /// Largest output a [`ResultLine`] keeps (scores beyond it are not shown).
@@ -416,6 +423,10 @@ pub struct Snapshot {
     pub results: Vec<ResultLine, MAX_MODELS>,
     /// Why the service did not start, if it did not.
     pub setup_error: Option<&'static str>,
+    /// The scheduler's placement policy in effect.
+    pub policy: Option<synaptic_runtime::device::Policy>,
+    /// The scheduler's WRR weights.
+    pub weights: Option<synaptic_runtime::arbiter::Weights>,
 }
 
 /// The snapshot (one per program).
@@ -426,6 +437,8 @@ pub static SNAPSHOT: KernelMutex<Snapshot> = KernelMutex::new(Snapshot {
     prof: None,
     results: Vec::new(),
     setup_error: None,
+    policy: None,
+    weights: None,
 });
 
 /// Why the boot sequence ended as it did, as a short phrase.

@@ -164,6 +164,9 @@ fn run() -> Verdict {
         shell(c"syn mem stats", "arena: total"),
         shell(c"syn prof last", "last inference: total"),
         shell(c"syn ipc status", "link: UP"),
+        shell(c"syn sched stats", "placement policy npu"),
+        shell(c"syn sched policy eft", "placement policy eft requested"),
+        shell(c"syn sched policy npu", "placement policy npu requested"),
     ]
     .iter()
     .all(|&(rc, found)| rc == 0 && found);

@@ -1,0 +1,600 @@
+//! Placement benchmark: a saturating mixed workload through the runtime's
+//! scheduler under each placement policy, on a fake clock (deterministic).
+//!
+//! ```text
+//! cargo run --release -p synaptic-sim --example placement_bench [-- --csv FILE]
+//! ```
+//!
+//! Two models stand for person detection and keyword spotting. Their CPU
+//! times are the README's emulated `mps2/an521` cycles per inference of
+//! `synaptic-tflite` (142,802,445 and 15,171,672) taken at the MCXN947's
+//! 150 MHz: 952,016 µs and 101,144 µs. The stub NPU's latency is set to
+//! 2/3 of that (the CPU is 1.5x slower than the NPU, within the issue's
+//! 2x): 634,677 µs and 67,429 µs.
+//!
+//! Arrivals are Poisson (a seeded splitmix64 generator, exponential gaps)
+//! with a fixed stream mix: keyword spotting REALTIME 20 %, NORMAL 40 %,
+//! BEST_EFFORT 15 %; person detection NORMAL 15 %, BEST_EFFORT 10 %. The
+//! load is the offered utilisation of the NPU alone (arrival rate times the
+//! mix's mean NPU time), 0.5 to 2.0. The scheduler has 32 job slots, runs
+//! in overlap mode (the NPU runs asynchronously while the CPU interpreter
+//! runs a step synchronously on the scheduler's thread) with the default
+//! WRR weights; an arrival that finds every slot taken is dropped (the
+//! `-EAGAIN` a full server gives), and counted.
+//!
+//! Per policy and load it prints throughput, per-class mean and p99
+//! latency, drops, device utilisation, and the latency model's
+//! ([`synaptic_runtime::latency`]) predicted mean per class against the
+//! measured one. The model is applied per device with each class's
+//! arrivals split by where the placement actually sent them (measured), and
+//! its per-device means are combined weighted by that split.
+
+use std::collections::VecDeque;
+use std::io::Write;
+
+use synaptic_abi::Priority;
+use synaptic_runtime::arena::{DType, TensorMeta, TensorRef};
+use synaptic_runtime::device::{Device, DeviceMask, Policy};
+use synaptic_runtime::latency::{predict, ClassLoad};
+use synaptic_runtime::npu::{
+    stub_output, NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState,
+    StubNpu,
+};
+use synaptic_runtime::pipeline::{PipelineId, PipelinePool};
+use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
+use synaptic_runtime::sched::{Env, JobId, JobRequest, JobStatus, Scheduler, StepOutcome};
+use synaptic_runtime::time::{Clock, FakeClock};
+
+/// Person detection, keyword spotting.
+const MODELS: [&str; 2] = ["person_detect", "micro_speech"];
+/// CPU interpreter time per model, µs (emulated cycles at 150 MHz).
+const CPU_US: [u64; 2] = [952_016, 101_144];
+/// Stub NPU time per model, µs (2/3 of the CPU's).
+const NPU_US: [u64; 2] = [634_677, 67_429];
+/// (model index, class, share of arrivals).
+const STREAMS: [(usize, Priority, f64); 5] = [
+    (1, Priority::RealTime, 0.20),
+    (1, Priority::Normal, 0.40),
+    (1, Priority::BestEffort, 0.15),
+    (0, Priority::Normal, 0.15),
+    (0, Priority::BestEffort, 0.10),
+];
+/// Offered NPU utilisation of the workload.
+const LOADS: [f64; 6] = [0.5, 0.8, 1.0, 1.3, 1.6, 2.0];
+/// Arrival window per run, µs (fake time).
+const WINDOW_US: u64 = 1_800_000_000;
+/// Arrivals before this are warm-up: not in the latency figures.
+const WARMUP_US: u64 = WINDOW_US / 20;
+/// Job slots.
+const JOBS: usize = 32;
+const SEED: u64 = 0x5EED_1234_ABCD_0001;
+/// Seeds of the two stub devices (different output functions, so a
+/// job's output says which device ran it).
+const NPU_SEED: u32 = 1;
+const CPU_SEED: u32 = 2;
+const INPUT_LEN: usize = 8;
+const OUTPUT_LEN: usize = 4;
+
+/// Class order of the tables (highest first) and `Priority::index` of each.
+const CLASSES: [Priority; 3] = [Priority::RealTime, Priority::Normal, Priority::BestEffort];
+
+type Stub = StubNpu<&'static FakeClock, 64, 16>;
+
+/// A stub device whose latency follows the resident model, and which
+/// books its busy time inside the window.
+struct Timed {
+    stub: Stub,
+    clock: &'static FakeClock,
+    /// (raw model id, latency µs).
+    latency: [(u32, u64); 2],
+    busy_until_us: u64,
+    busy_in_window_us: u64,
+}
+
+impl Timed {
+    fn new(clock: &'static FakeClock, seed: u32, latency: [(u32, u64); 2]) -> Timed {
+        let mut stub = StubNpu::new(clock, seed);
+        stub.init().expect("stub init");
+        Timed {
+            stub,
+            clock,
+            latency,
+            busy_until_us: 0,
+            busy_in_window_us: 0,
+        }
+    }
+
+    fn book(&mut self) {
+        let start = self.clock.now_us();
+        let us = self
+            .latency
+            .iter()
+            .find(|(id, _)| Some(*id) == self.stub.loaded_model())
+            .map_or(0, |(_, us)| *us);
+        self.busy_until_us = start + us;
+        self.busy_in_window_us += (start + us).min(WINDOW_US) - start.min(WINDOW_US);
+    }
+}
+
+impl NpuDevice for Timed {
+    fn init(&mut self) -> Result<(), NpuError> {
+        self.stub.init()
+    }
+    fn deinit(&mut self) {
+        self.stub.deinit()
+    }
+    fn capabilities(&self) -> NpuCapabilities {
+        self.stub.capabilities()
+    }
+    fn state(&self) -> NpuState {
+        self.stub.state()
+    }
+    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
+        self.stub.load_model(model)?;
+        if let Some((_, us)) = self.latency.iter().find(|(id, _)| *id == model.id) {
+            self.stub.set_latency_us(*us);
+        }
+        Ok(())
+    }
+    fn unload_model(&mut self) {
+        self.stub.unload_model()
+    }
+    fn loaded_model(&self) -> Option<u32> {
+        self.stub.loaded_model()
+    }
+    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
+        self.stub.set_input(input)
+    }
+    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
+        self.book();
+        self.stub.invoke()
+    }
+    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
+        self.book();
+        self.stub.invoke_async(done, context)
+    }
+    fn poll(&mut self) -> bool {
+        self.stub.poll()
+    }
+    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
+        self.stub.get_output(output)
+    }
+    fn suspend(&mut self) -> Result<(), NpuError> {
+        self.stub.suspend()
+    }
+    fn resume(&mut self) -> Result<(), NpuError> {
+        self.stub.resume()
+    }
+    fn clear_error(&mut self) -> Result<(), NpuError> {
+        self.stub.clear_error()
+    }
+}
+
+/// splitmix64: the seeded integer generator of the arrivals.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1].
+    fn unit(&mut self) -> f64 {
+        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Arrival {
+    at_us: u64,
+    model: usize,
+    class: Priority,
+}
+
+/// The Poisson arrivals of one load (the same seed at every load and
+/// policy: every policy sees the same requests).
+fn arrivals(load: f64) -> Vec<Arrival> {
+    let mean_npu_us: f64 = STREAMS
+        .iter()
+        .map(|(m, _, share)| share * NPU_US[*m] as f64)
+        .sum();
+    let rate_per_us = load / mean_npu_us;
+    let mut rng = SplitMix(SEED);
+    let mut t = 0.0f64;
+    let mut out = Vec::new();
+    loop {
+        t += -rng.unit().ln() / rate_per_us;
+        if t >= WINDOW_US as f64 {
+            return out;
+        }
+        let mut pick = rng.unit();
+        let &(model, class, _) = STREAMS
+            .iter()
+            .find(|(_, _, share)| {
+                pick -= share;
+                pick <= 0.0
+            })
+            .unwrap_or(&STREAMS[STREAMS.len() - 1]);
+        out.push(Arrival {
+            at_us: t as u64,
+            model,
+            class,
+        });
+    }
+}
+
+static INPUTS: [[u8; INPUT_LEN]; 2] = [[3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]];
+
+/// One finished job.
+struct Done {
+    class: Priority,
+    model: usize,
+    device: Device,
+    arrived_us: u64,
+    latency_us: u64,
+}
+
+/// Figures of one class in one run.
+#[derive(Default, Clone, Copy)]
+struct ClassFigures {
+    n: usize,
+    dropped: usize,
+    mean_us: f64,
+    p99_us: u64,
+    predicted_us: Option<f64>,
+}
+
+struct Run {
+    policy: Policy,
+    load: f64,
+    throughput: f64,
+    util: [f64; 2],
+    class: [ClassFigures; 3],
+    predictions: Vec<(usize, Device, Option<u32>)>,
+}
+
+fn run(policy: Policy, load: f64) -> Run {
+    let clock: &'static FakeClock = Box::leak(Box::new(FakeClock::new(0)));
+    let mut registry: Registry<4> = Registry::new();
+    let mut pool: PipelinePool<4, 4> = PipelinePool::new();
+    let mut handles: Vec<(ModelHandle, PipelineId)> = Vec::new();
+    for name in MODELS {
+        let desc = ModelDesc {
+            devices: DeviceMask::ALL,
+            ..ModelDesc::tflite(name, &[INPUT_LEN as u32], OUTPUT_LEN, b"stub").expect("desc")
+        };
+        let h = registry.register(&desc).expect("register");
+        let p = pool.create(name).expect("pipeline");
+        pool.add_model(p, h).expect("add model");
+        pool.build(p).expect("build");
+        handles.push((h, p));
+    }
+    let table = |us: [u64; 2]| [(handles[0].0.raw(), us[0]), (handles[1].0.raw(), us[1])];
+    let mut npu = Timed::new(clock, NPU_SEED, table(NPU_US));
+    let mut cpu = Timed::new(clock, CPU_SEED, table(CPU_US));
+    // What each device answers for each model: tells where a job ran.
+    let answer = |seed: u32, m: usize| {
+        let mut out = [0u8; OUTPUT_LEN];
+        stub_output(seed, handles[m].0.raw(), &INPUTS[m], &mut out);
+        out
+    };
+    let answers: [[[u8; OUTPUT_LEN]; 2]; 2] = [
+        [answer(NPU_SEED, 0), answer(CPU_SEED, 0)],
+        [answer(NPU_SEED, 1), answer(CPU_SEED, 1)],
+    ];
+    assert!(answers.iter().all(|a| a[0] != a[1]), "devices tell apart");
+
+    let mut work = vec![0u8; 2 * JOBS * 64];
+    let mut sched: Scheduler<'_, JOBS> = Scheduler::new(&mut work);
+    sched.set_overlap(true).expect("overlap");
+    sched.set_policy(policy);
+
+    let input = |m: usize| {
+        TensorRef::wrap(
+            TensorMeta::vector(DType::Int8, INPUT_LEN).expect("meta"),
+            &INPUTS[m],
+        )
+        .expect("input")
+    };
+    let mut pending: VecDeque<Arrival> = arrivals(load).into();
+    let mut in_flight: Vec<(JobId, Arrival)> = Vec::new();
+    let mut done: Vec<Done> = Vec::new();
+    let mut dropped = [0usize; 3];
+    loop {
+        while pending.front().is_some_and(|a| a.at_us <= clock.now_us()) {
+            let a = pending.pop_front().expect("front");
+            let request = JobRequest {
+                priority: a.class,
+                ..JobRequest::new(handles[a.model].1, input(a.model))
+            };
+            match sched.submit(request, &pool, clock) {
+                Ok(id) => in_flight.push((id, a)),
+                Err(_) => dropped[a.class.index()] += 1,
+            }
+        }
+        let mut env = Env {
+            registry: &mut registry,
+            npu: &mut npu,
+            cpu: Some(&mut cpu as &mut dyn NpuDevice),
+            pipelines: &pool,
+            clock,
+            profiler: None,
+        };
+        let outcome = sched.step(&mut env);
+        let now = clock.now_us();
+        in_flight.retain(|(id, a)| match sched.status(*id) {
+            Ok(JobStatus::Done(_)) | Ok(JobStatus::Failed(_)) => {
+                let mut out = [0u8; OUTPUT_LEN];
+                sched
+                    .get_result(*id, &mut out)
+                    .expect("job succeeds (and is reclaimed)");
+                let device = if out == answers[a.model][0] {
+                    Device::Npu
+                } else {
+                    assert_eq!(out, answers[a.model][1], "output of one device");
+                    Device::CpuInterpreter
+                };
+                done.push(Done {
+                    class: a.class,
+                    model: a.model,
+                    device,
+                    arrived_us: a.at_us,
+                    latency_us: now - a.at_us,
+                });
+                false
+            }
+            _ => true,
+        });
+        match outcome {
+            StepOutcome::Ran { .. } => {}
+            StepOutcome::Waiting | StepOutcome::Idle => {
+                let next = pending.front().map(|a| a.at_us);
+                let device = (outcome == StepOutcome::Waiting).then_some(npu.busy_until_us);
+                match (next, device) {
+                    (None, None) if in_flight.is_empty() => break,
+                    (None, None) => panic!("jobs in flight but nothing to wait for"),
+                    (a, b) => {
+                        let to = a.unwrap_or(u64::MAX).min(b.unwrap_or(u64::MAX));
+                        clock.advance(to.saturating_sub(now));
+                    }
+                }
+            }
+        }
+    }
+
+    let window_s = WINDOW_US as f64 * 1e-6;
+    let completed_in_window = done
+        .iter()
+        .filter(|d| d.arrived_us + d.latency_us <= WINDOW_US)
+        .count();
+    let measured: Vec<&Done> = done.iter().filter(|d| d.arrived_us >= WARMUP_US).collect();
+    let measured_s = (WINDOW_US - WARMUP_US) as f64 * 1e-6;
+
+    // The latency model, per device, with the measured split.
+    let mut device_load = [[ClassLoad::IDLE; 3]; 2];
+    for device in Device::ALL {
+        for class in CLASSES {
+            let jobs: Vec<&&Done> = measured
+                .iter()
+                .filter(|d| d.device == device && d.class == class)
+                .collect();
+            if jobs.is_empty() {
+                continue;
+            }
+            let times = if device == Device::Npu {
+                NPU_US
+            } else {
+                CPU_US
+            };
+            let n = jobs.len() as f64;
+            let mean = jobs.iter().map(|d| times[d.model] as f64).sum::<f64>() / n;
+            let second = jobs
+                .iter()
+                .map(|d| (times[d.model] as f64).powi(2))
+                .sum::<f64>()
+                / n;
+            device_load[device.index()][class.index()] = ClassLoad {
+                arrivals_per_s: (n / measured_s) as f32,
+                service_us: mean as f32,
+                service_scv: (second / (mean * mean) - 1.0) as f32,
+            };
+        }
+    }
+    let predicted = [predict(&device_load[0]), predict(&device_load[1])];
+
+    let mut class = [ClassFigures::default(); 3];
+    for c in CLASSES {
+        let mut lat: Vec<u64> = measured
+            .iter()
+            .filter(|d| d.class == c)
+            .map(|d| d.latency_us)
+            .collect();
+        lat.sort_unstable();
+        let f = &mut class[c.index()];
+        f.dropped = dropped[c.index()];
+        f.n = lat.len();
+        if !lat.is_empty() {
+            f.mean_us = lat.iter().sum::<u64>() as f64 / lat.len() as f64;
+            f.p99_us = lat[(lat.len() * 99).div_ceil(100) - 1];
+        }
+        // Weighted by the measured split; unstable on any device used: none.
+        let mut sum = 0.0;
+        let mut weight = 0.0;
+        let mut stable = true;
+        for d in Device::ALL {
+            let l = device_load[d.index()][c.index()];
+            if l.arrivals_per_s > 0.0 {
+                match predicted[d.index()][c.index()] {
+                    Some(p) => {
+                        sum += f64::from(p.mean_us) * f64::from(l.arrivals_per_s);
+                        weight += f64::from(l.arrivals_per_s);
+                    }
+                    None => stable = false,
+                }
+            }
+        }
+        f.predicted_us = (stable && weight > 0.0).then(|| sum / weight);
+    }
+    let mut predictions = Vec::new();
+    for (m, (h, _)) in handles.iter().enumerate() {
+        for d in Device::ALL {
+            let t = registry.service_time(*h, d).expect("handle");
+            predictions.push((m, d, t.estimate_us()));
+        }
+    }
+    Run {
+        policy,
+        load,
+        throughput: completed_in_window as f64 / window_s,
+        util: [
+            npu.busy_in_window_us as f64 / WINDOW_US as f64,
+            cpu.busy_in_window_us as f64 / WINDOW_US as f64,
+        ],
+        class,
+        predictions,
+    }
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.0}", us / 1000.0)
+}
+
+fn error_pct(f: &ClassFigures) -> Option<f64> {
+    f.predicted_us
+        .filter(|_| f.n > 0)
+        .map(|p| (p - f.mean_us) / f.mean_us * 100.0)
+}
+
+fn main() {
+    let mut csv_path = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--csv" => csv_path = args.next(),
+            other => {
+                eprintln!("usage: placement_bench [--csv FILE] (unknown {other})");
+                std::process::exit(2);
+            }
+        }
+    }
+    println!(
+        "placement benchmark: fake clock, {} s of Poisson arrivals per run (first {} s warm-up), {JOBS} job slots, overlap on, WRR 4:1",
+        WINDOW_US / 1_000_000,
+        WARMUP_US / 1_000_000
+    );
+    for (m, name) in MODELS.iter().enumerate() {
+        println!(
+            "  {name}: NPU {} us, CPU {} us ({:.2}x)",
+            NPU_US[m],
+            CPU_US[m],
+            CPU_US[m] as f64 / NPU_US[m] as f64
+        );
+    }
+    println!("  load = offered NPU utilisation (arrival rate x mean NPU time of the mix); latencies in ms; pred = latency model's mean, err = (pred - meas) / meas");
+    println!();
+    println!(
+        "| policy | load | thr/s | RT mean | RT p99 | N mean | N p99 | BE mean | BE p99 | drop RT/N/BE | NPU util | CPU util | RT pred (err) | N pred (err) | BE pred (err) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut csv = String::from("policy,load,throughput_per_s,class,n,dropped,mean_us,p99_us,predicted_mean_us,npu_util,cpu_util\n");
+    let mut runs = Vec::new();
+    for load in LOADS {
+        for policy in Policy::ALL {
+            let r = run(policy, load);
+            let cell = |f: &ClassFigures| match (f.predicted_us, error_pct(f)) {
+                (Some(p), Some(e)) => format!("{} ({:+.0} %)", ms(p), e),
+                _ => "unstable".to_string(),
+            };
+            let c = &r.class;
+            println!(
+                "| {} | {:.1} | {:.2} | {} | {} | {} | {} | {} | {} | {}/{}/{} | {:.2} | {:.2} | {} | {} | {} |",
+                r.policy.name(),
+                r.load,
+                r.throughput,
+                ms(c[2].mean_us),
+                ms(c[2].p99_us as f64),
+                ms(c[1].mean_us),
+                ms(c[1].p99_us as f64),
+                ms(c[0].mean_us),
+                ms(c[0].p99_us as f64),
+                c[2].dropped,
+                c[1].dropped,
+                c[0].dropped,
+                r.util[0],
+                r.util[1],
+                cell(&c[2]),
+                cell(&c[1]),
+                cell(&c[0]),
+            );
+            for class in CLASSES {
+                let f = &r.class[class.index()];
+                csv.push_str(&format!(
+                    "{},{},{:.4},{},{},{},{:.1},{},{},{:.4},{:.4}\n",
+                    r.policy.name(),
+                    r.load,
+                    r.throughput,
+                    match class {
+                        Priority::RealTime => "realtime",
+                        Priority::Normal => "normal",
+                        Priority::BestEffort => "best_effort",
+                    },
+                    f.n,
+                    f.dropped,
+                    f.mean_us,
+                    f.p99_us,
+                    f.predicted_us.map_or(String::new(), |p| format!("{p:.1}")),
+                    r.util[0],
+                    r.util[1],
+                ));
+            }
+            runs.push(r);
+        }
+    }
+    println!();
+    println!("EFT throughput over NPU-only, and over the best baseline, per load:");
+    for load in LOADS {
+        let of = |p: Policy| {
+            runs.iter()
+                .find(|r| r.policy == p && r.load == load)
+                .map_or(0.0, |r| r.throughput)
+        };
+        let eft = of(Policy::EarliestFinish);
+        let best = Policy::ALL
+            .into_iter()
+            .filter(|p| *p != Policy::EarliestFinish)
+            .map(of)
+            .fold(0.0, f64::max);
+        println!(
+            "  load {load:.1}: EFT {eft:.2}/s, NPU-only {:.2}/s ({:.2}x), best baseline {best:.2}/s ({:.2}x)",
+            of(Policy::NpuOnly),
+            eft / of(Policy::NpuOnly),
+            eft / best
+        );
+    }
+    if let Some(last) = runs.last() {
+        println!();
+        println!(
+            "learnt service-time predictions after the last run ({} at load {:.1}), us:",
+            last.policy.name(),
+            last.load
+        );
+        for (m, d, e) in &last.predictions {
+            println!(
+                "  {} on {}: {}",
+                MODELS[*m],
+                d.name(),
+                e.map_or("-".to_string(), |e| e.to_string())
+            );
+        }
+    }
+    if let Some(path) = csv_path {
+        let mut f = std::fs::File::create(&path).expect("create csv");
+        f.write_all(csv.as_bytes()).expect("write csv");
+        println!();
+        println!("CSV: {path}");
+    }
+}
