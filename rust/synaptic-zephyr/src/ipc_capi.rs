@@ -345,9 +345,9 @@ pub unsafe extern "C" fn syn_ipc_register_handler(
     handler: CHandler,
     ctx: *mut c_void,
 ) -> c_int {
-    // On bare-metal Arm `CEnum` is already a byte.
+    // Widened first, so that the check is the same for both widths.
     #[allow(clippy::useless_conversion)]
-    let Ok(wire) = u8::try_from(msg_type) else {
+    let Ok(wire) = u8::try_from(u32::from(msg_type)) else {
         return Errno::Inval.negative();
     };
     let Ok(msg_type) = MessageType::try_from(wire) else {
