@@ -177,8 +177,8 @@ fn attach(base: NonNull<u8>, size: usize) -> Result<(), Errno> {
     // SAFETY: `syn_ipc_init`'s contract: `base..base + size` is the shared
     // region, mapped on this core for the rest of the program and accessed
     // on both cores only through synaptic's views or its C API.
-    let region: Region = unsafe { SharedRegion::from_raw(base, size, SLOTS) }
-        .map_err(|_| Errno::Inval)?;
+    let region: Region =
+        unsafe { SharedRegion::from_raw(base, size, SLOTS) }.map_err(|_| Errno::Inval)?;
     if is_cpu1() {
         region.announce_cpu1_version();
         // CPU0 must have published a region this image can use.
@@ -246,7 +246,12 @@ pub unsafe extern "C" fn syn_ipc_init(shared_base: *mut c_void, shared_size: usi
     // Ordering: a local flag in private RAM (never a cross-core word);
     // Acquire/Release order it with the setup it guards.
     if STATE
-        .compare_exchange(UNINITIALISED, INITIALISING, Ordering::Acquire, Ordering::Relaxed)
+        .compare_exchange(
+            UNINITIALISED,
+            INITIALISING,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        )
         .is_err()
     {
         return Errno::Already.negative();
