@@ -20,11 +20,15 @@
  *     slots zeroed, cpu0_ready last; call it before releasing CPU1. CPU1
  *     checks what CPU0 published (magic, layout version, ring entries,
  *     shared_size, exchange-slot geometry) and sets cpu1_ready. Then the
- *     doorbell starts and the dispatch thread runs.
+ *     doorbell starts and the dispatch thread runs. The rings are this
+ *     API's alone: an image that calls it does not also run the Rust
+ *     service or client (synaptic_zephyr::service / ::client); with the
+ *     client, whichever attaches second gets -EALREADY.
  *       0          attached
  *       -EINVAL    shared_base NULL or not 16-byte aligned, or shared_size
  *                  too small for the layout (or above 4 GiB)
- *       -EALREADY  a previous call succeeded (one region per boot)
+ *       -EALREADY  a previous call succeeded (one region per boot), or
+ *                  the doorbell is already taken by the Rust client
  *       -ENODEV    CPU1: CPU0 has not published the region, or it was
  *                  built with another layout (ring entries, slots, size);
  *                  either core: the doorbell device is not ready

@@ -179,22 +179,33 @@ fn attach(base: NonNull<u8>, size: usize) -> Result<(), Errno> {
     // on both cores only through synaptic's views or its C API.
     let region: Region =
         unsafe { SharedRegion::from_raw(base, size, SLOTS) }.map_err(|_| Errno::Inval)?;
-    if is_cpu1() {
+    // The doorbell's one-time init is what makes this core's attach unique
+    // (the Rust service and client take it too): CPU1 takes it only once
+    // CPU0's region checks out (so that -ENODEV can be retried), CPU0
+    // before it publishes (so that a second caller cannot wipe live rings).
+    let start_doorbell = || {
+        doorbell::init(&WAKE).map_err(|e| match e {
+            DoorbellError::AlreadyInitialised => Errno::Already,
+            _ => Errno::NoDev,
+        })
+    };
+    let bell = if is_cpu1() {
         region.announce_cpu1_version();
         // CPU0 must have published a region this image can use.
         if !region.is_ready(synaptic_abi::Core::Cpu0) || region.check().is_err() {
             return Err(Errno::NoDev);
         }
+        start_doorbell()?
     } else {
+        let bell = start_doorbell()?;
         // SAFETY: CPU0 publishes before it releases CPU1 (the caller's part
-        // of the contract), and no ring handle exists yet on this core: this
-        // is the first successful init of the boot (STATE).
+        // of the contract), and no ring handle exists on this core: the
+        // doorbell's one-time init just succeeded, so neither this module
+        // nor the Rust client attached before; the Rust service is not in
+        // the same image (the caller's part of the contract).
         unsafe { region.publish() };
-    }
-    let bell = doorbell::init(&WAKE).map_err(|e| match e {
-        DoorbellError::AlreadyInitialised => Errno::Already,
-        _ => Errno::NoDev,
-    })?;
+        bell
+    };
     let (outgoing, incoming) = if is_cpu1() {
         (Direction::Cpu1ToCpu0, Direction::Cpu0ToCpu1)
     } else {
@@ -237,7 +248,9 @@ fn is_ready() -> bool {
 ///
 /// `shared_base..shared_base + shared_size` is the shared region, mapped on
 /// this core for the rest of the program and accessed by both cores only
-/// through synaptic; on CPU0 the peer is not running yet.
+/// through synaptic; on CPU0 the peer is not running yet, and the image
+/// does not also run the Rust service (`crate::service`, which owns the
+/// same rings).
 #[no_mangle]
 pub unsafe extern "C" fn syn_ipc_init(shared_base: *mut c_void, shared_size: usize) -> c_int {
     let Some(base) = NonNull::new(shared_base.cast::<u8>()) else {
