@@ -26,7 +26,8 @@
  *     client, whichever attaches second gets -EALREADY.
  *       0          attached
  *       -EINVAL    shared_base NULL or not 16-byte aligned, or shared_size
- *                  too small for the layout (or above 4 GiB)
+ *                  too small for the layout (or above 4 GiB); checked
+ *                  before -EALREADY, as in the reference
  *       -EALREADY  a previous call succeeded (one region per boot), or
  *                  the doorbell is already taken by the Rust client
  *       -ENODEV    CPU1: CPU0 has not published the region, or it was

@@ -172,13 +172,9 @@ fn is_cpu1() -> bool {
     cfg!(any(CONFIG_SOC_MPS2_AN521_CPU1, CONFIG_SOC_MCXN947_CPU1))
 }
 
-/// Check and attach the region, start the doorbell and the dispatch thread.
-fn attach(base: NonNull<u8>, size: usize) -> Result<(), Errno> {
-    // SAFETY: `syn_ipc_init`'s contract: `base..base + size` is the shared
-    // region, mapped on this core for the rest of the program and accessed
-    // on both cores only through synaptic's views or its C API.
-    let region: Region =
-        unsafe { SharedRegion::from_raw(base, size, SLOTS) }.map_err(|_| Errno::Inval)?;
+/// Check (CPU1) or publish (CPU0) the region, start the doorbell, attach
+/// the rings and start the dispatch thread.
+fn attach(region: Region) -> Result<(), Errno> {
     // The doorbell's one-time init is what makes this core's attach unique
     // (the Rust service and client take it too): CPU1 takes it only once
     // CPU0's region checks out (so that -ENODEV can be retried), CPU0
@@ -256,6 +252,16 @@ pub unsafe extern "C" fn syn_ipc_init(shared_base: *mut c_void, shared_size: usi
     let Some(base) = NonNull::new(shared_base.cast::<u8>()) else {
         return Errno::Inval.negative();
     };
+    // Arguments first, as the reference checks them: a bad size is -EINVAL
+    // even after a successful init.
+    // SAFETY: this function's contract: `base..base + shared_size` is the
+    // shared region, mapped on this core for the rest of the program and
+    // accessed on both cores only through synaptic's views or its C API.
+    // `from_raw` itself only checks the numbers; it touches no memory.
+    let region: Region = match unsafe { SharedRegion::from_raw(base, shared_size, SLOTS) } {
+        Ok(region) => region,
+        Err(_) => return Errno::Inval.negative(),
+    };
     // Ordering: a local flag in private RAM (never a cross-core word);
     // Acquire/Release order it with the setup it guards.
     if STATE
@@ -269,7 +275,7 @@ pub unsafe extern "C" fn syn_ipc_init(shared_base: *mut c_void, shared_size: usi
     {
         return Errno::Already.negative();
     }
-    match attach(base, shared_size) {
+    match attach(region) {
         Ok(()) => {
             // Ordering: Release publishes the sender and the thread.
             STATE.store(READY, Ordering::Release);

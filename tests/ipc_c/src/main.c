@@ -163,9 +163,10 @@ int main(void)
 	      "register");
 	int init = syn_ipc_init((void *)syn_dt_shared_memory.base, syn_dt_shared_memory.size);
 	int again = syn_ipc_init((void *)syn_dt_shared_memory.base, syn_dt_shared_memory.size);
+	int small = syn_ipc_init((void *)syn_dt_shared_memory.base, 1024);
 
-	printk("ipc_c: init %d, second init %d\n", init, again);
-	CHECK(init == 0 && again == -EALREADY, "init");
+	printk("ipc_c: init %d, second init %d, then with 1 KiB %d\n", init, again, small);
+	CHECK(init == 0 && again == -EALREADY && small == -EINVAL, "init");
 	if (init != 0 || !release_cpu1()) {
 		printk("ipc_c: FAIL (no transport or no CPU1 image)\n");
 		return 0;
