@@ -388,7 +388,7 @@ pub unsafe extern "C" fn syn_ipc_register_handler(
 }
 
 /// Unhandled messages dropped so far because the receive queue was full
-/// (`int syn_ipc_queue_dropped(void)`, a synaptic extension).
+/// (`uint32_t syn_ipc_queue_dropped(void)`, a synaptic extension).
 #[no_mangle]
 pub extern "C" fn syn_ipc_queue_dropped() -> u32 {
     // Ordering: a statistic.
