@@ -2,8 +2,9 @@
 # Check the C view of the syn_* API:
 #   1. include/synaptic/syn_capi.h is what cbindgen generates from
 #      rust/synaptic-capi today (fails when the committed header is stale);
-#   2. tests/capi_c/capi_check.c (every header; struct sizes and offsets;
-#      every function assigned to a pointer of its frozen signature)
+#   2. tests/capi_c/capi_check.c (every header, syn_ipc.h included; struct
+#      sizes and offsets; every function assigned to a pointer of its
+#      frozen signature)
 #      compiles with -Werror under host gcc, host g++ (C++ users), and
 #      arm-none-eabi-gcc for Cortex-M3 and Cortex-M33 (soft and hard float);
 #   3. tests/capi_c/host_test.c, linked with the C API as a host static
@@ -31,6 +32,13 @@ if g++ -x c++ -std=c++17 -Wall -Wextra -Werror -I"$root/include" -fsyntax-only \
     ok "host g++ -std=c++17: syn_api.h (every header) compiles as C++"
 else
     bad "host g++: syn_api.h"
+fi
+# syn_api.h includes syn_ipc.h only with CONFIG_SYNAPTIC_DUAL_CORE.
+if g++ -x c++ -std=c++17 -Wall -Wextra -Werror -I"$root/include" -fsyntax-only \
+    -include "$root/include/synaptic/syn_ipc.h" /dev/null; then
+    ok "host g++ -std=c++17: syn_ipc.h compiles as C++"
+else
+    bad "host g++: syn_ipc.h"
 fi
 for target in "-mcpu=cortex-m3" "-mcpu=cortex-m33 -mfloat-abi=soft" \
     "-mcpu=cortex-m33 -mfloat-abi=hard -mfpu=fpv5-sp-d16"; do

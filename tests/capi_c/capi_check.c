@@ -22,6 +22,7 @@
 #include <synaptic/syn_hal_dsp.h>
 #include <synaptic/syn_prof.h>
 #include <synaptic/syn_api.h>
+#include <synaptic/syn_ipc.h>
 #include <synaptic/syn_abi.h>
 #include <synaptic/syn_model_ota.h>
 #include <synaptic/syn_store.h>
@@ -197,6 +198,13 @@ SIG(int, syn_prof_get_last, (syn_prof_result_t *));
 SIG(void, syn_prof_print_summary, (void));
 SIG(int, syn_prof_enable_layer_trace, (void));
 SIG(int, syn_prof_get_layer_time, (uint32_t, uint32_t *));
+
+/* syn_ipc.h (implemented by synaptic-zephyr's feature ipc-capi). */
+SIG(int, syn_ipc_init, (void *, size_t));
+SIG(int, syn_ipc_send, (const syn_ipc_msg_t *));
+SIG(int, syn_ipc_receive, (syn_ipc_msg_t *, uint32_t));
+SIG(int, syn_ipc_register_handler, (syn_ipc_type_t, syn_ipc_handler_t, void *));
+SIG(uint32_t, syn_ipc_queue_dropped, (void));
 
 /* The callback and stage types, written as the frozen API writes them. */
 typedef int (*frozen_stage_t)(const syn_tensor_t *in, syn_tensor_t *out,

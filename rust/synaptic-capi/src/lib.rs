@@ -26,7 +26,9 @@
 //! scheduler thread); C stage functions run with the runtime lock held and
 //! get `-EBUSY` from any `syn_*` call that needs it (the DSP functions and
 //! the built-in processors do not). The IPC functions of `syn_ipc.h` are
-//! not part of this crate; its types are ([`types::syn_ipc_msg_t`]).
+//! not part of this crate (they are `synaptic-zephyr`'s feature `ipc-capi`,
+//! which CPU1's image links without the runtime); its types are
+//! ([`types::syn_ipc_msg_t`]).
 #![no_std]
 #![allow(non_camel_case_types, non_upper_case_globals)]
 

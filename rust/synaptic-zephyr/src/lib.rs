@@ -6,7 +6,8 @@
 //! doorbell ([`doorbell`]), booting the second core ([`an521`], and the
 //! MCXN947's in `mcxn947`), CPU0's inference service ([`service`],
 //! [`status`], the shell's half in `shell`), CPU1's client ([`client`]),
-//! and Rust test cases that run as real ztest units ([`ztest`]).
+//! the `syn_ipc.h` C API on either core (`ipc_capi`, cargo feature
+//! `ipc-capi`), and Rust test cases that run as real ztest units ([`ztest`]).
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -19,6 +20,8 @@ pub mod capi;
 pub mod client;
 pub mod clock;
 pub mod doorbell;
+#[cfg(all(feature = "ipc-capi", CONFIG_SYNAPTIC_DOORBELL))]
+pub mod ipc_capi;
 pub mod mcxn947;
 pub mod platform;
 #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
