@@ -129,7 +129,8 @@ typedef enum {
 
 // Scheduling class of a job (higher runs first).
 typedef enum {
-  // Runs when nothing else waits.
+  // Shares with NORMAL by weighted round robin (by default one
+  // selection in five while both wait): never starved.
   SYN_PRIORITY_BEST_EFFORT = 0,
   // The default class.
   SYN_PRIORITY_NORMAL = 1,

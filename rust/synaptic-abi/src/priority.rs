@@ -7,7 +7,8 @@
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Priority {
-    /// Runs when nothing else is waiting.
+    /// Shares the device with `Normal` by weighted round robin (by
+    /// default one selection in five while both wait): never starved.
     BestEffort = 0,
     /// The default class.
     #[default]

@@ -275,7 +275,8 @@ impl syn_model_info_t {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum syn_priority_t {
-    /// Runs when nothing else waits.
+    /// Shares with NORMAL by weighted round robin (by default one
+    /// selection in five while both wait): never starved.
     SYN_PRIORITY_BEST_EFFORT = 0,
     /// The default class.
     SYN_PRIORITY_NORMAL = 1,
