@@ -23,7 +23,12 @@
 #ifndef IPC_C_PROTOCOL_H_
 #define IPC_C_PROTOCOL_H_
 
+#include <errno.h>
 #include <stdint.h>
+
+#include <zephyr/kernel.h>
+
+#include <synaptic/syn_ipc.h>
 
 #define PINGS	  1000
 #define BURST	  8
@@ -32,6 +37,21 @@
 static inline int32_t pong_status(int32_t seq)
 {
 	return 2 * seq + 1;
+}
+
+/* Send @p msg, retrying for about a second while the ring is full. */
+static inline int send_retrying(const syn_ipc_msg_t *msg)
+{
+	int ret;
+
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		ret = syn_ipc_send(msg);
+		if (ret != -EAGAIN) {
+			return ret;
+		}
+		k_msleep(1);
+	}
+	return ret;
 }
 
 #endif /* IPC_C_PROTOCOL_H_ */

@@ -48,20 +48,6 @@ static atomic_t ping_errors;
 static atomic_t handler_on_main;
 static k_tid_t main_thread;
 
-static int send_retrying(const syn_ipc_msg_t *msg)
-{
-	int ret;
-
-	for (int attempt = 0; attempt < 1000; attempt++) {
-		ret = syn_ipc_send(msg);
-		if (ret != -EAGAIN) {
-			return ret;
-		}
-		k_msleep(1);
-	}
-	return ret;
-}
-
 static void on_status_req(const syn_ipc_msg_t *msg, void *ctx)
 {
 	int *expected = ctx;

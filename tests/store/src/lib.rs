@@ -49,19 +49,24 @@ fn blank(flash: &mut ZephyrFlash) -> Result<(), StoreError> {
     (0..flash.size() / sector).try_for_each(|i| flash.erase_sector(i * sector))
 }
 
-fn person_header(version: u32) -> Header {
-    // 96x96x1 int8 in, 2 int8 scores out (TFLite type code 9).
+/// The container header of a model with an int8 `[1, h, w, 1]` input and
+/// `scores` int8 outputs (TFLite type code 9).
+fn int8_header(name: &str, version: u32, model: &[u8], h: u32, w: u32, scores: u32) -> Header {
     let input = TensorShape {
         dtype: 9,
         rank: 4,
-        dims: [1, 96, 96, 1],
+        dims: [1, h, w, 1],
     };
     let output = TensorShape {
         dtype: 9,
         rank: 2,
-        dims: [1, 2, 1, 1],
+        dims: [1, scores, 1, 1],
     };
-    Header::new("person", version, PERSON, input, output).expect("a valid name")
+    Header::new(name, version, model, input, output).expect("a valid name")
+}
+
+fn person_header(version: u32) -> Header {
+    int8_header("person", version, PERSON, 96, 96, 2)
 }
 
 /// Begin, header, payload in CHUNK pieces, finish, activate.
@@ -196,12 +201,7 @@ fn the_c_api_streams_a_real_model() -> Outcome {
         // SAFETY: a buffer valid for the length passed.
         unsafe { synaptic_zephyr::store::ota::syn_ota_write_chunk(data.as_ptr(), data.len()) }
     }
-    let mut flash = ok!(ZephyrFlash::open(), "no store partition");
-    ok!(blank(&mut flash), "erase");
-    zassert!(
-        synaptic_zephyr::store::ota::syn_store_reload() == 0,
-        "reload the erased store"
-    );
+    erased_store()?;
     let errno = |e: u32| -(e as i32);
     let name = c"person";
     let total = HEADER_LEN + PERSON.len();
@@ -304,6 +304,25 @@ impl Shell {
     }
 }
 
+/// Erase the store's flash and make the C API read it again.
+fn erased_store() -> Outcome {
+    let mut flash = ok!(ZephyrFlash::open(), "no store partition");
+    ok!(blank(&mut flash), "erase");
+    zassert!(
+        synaptic_zephyr::store::ota::syn_store_reload() == 0,
+        "reload the erased store"
+    );
+    Ok(())
+}
+
+/// The shell suite's buffers: each case takes them once.
+fn shell() -> &'static mut Shell {
+    static mut SHELL: Shell = Shell::new();
+    // SAFETY: ztest runs the cases one at a time on one thread, and each
+    // calls this once, so no two references to the static are alive.
+    unsafe { &mut *core::ptr::addr_of_mut!(SHELL) }
+}
+
 /// Whether a command's answer passes `ok`; prints it when not.
 fn answered(ret: i32, out: &str, ok: bool) -> bool {
     if !ok {
@@ -313,18 +332,7 @@ fn answered(ret: i32, out: &str, ok: bool) -> bool {
 }
 
 fn speech_header(version: u32) -> Header {
-    // 49x40 int8 features in, 4 int8 scores out (TFLite type code 9).
-    let input = TensorShape {
-        dtype: 9,
-        rank: 4,
-        dims: [1, 49, 40, 1],
-    };
-    let output = TensorShape {
-        dtype: 9,
-        rank: 2,
-        dims: [1, 4, 1, 1],
-    };
-    Header::new("speech", version, SPEECH, input, output).expect("a valid name")
+    int8_header("speech", version, SPEECH, 49, 40, 4)
 }
 
 /// `syn ota begin` to `activate` of version `version`: the lines written.
@@ -377,16 +385,8 @@ fn stream(sh: &mut Shell, version: u32) -> Result<usize, Failure> {
 }
 
 fn the_shell_streams_a_real_model_and_rolls_it_back() -> Outcome {
-    let mut flash = ok!(ZephyrFlash::open(), "no store partition");
-    ok!(blank(&mut flash), "erase");
-    zassert!(
-        synaptic_zephyr::store::ota::syn_store_reload() == 0,
-        "reload the erased store"
-    );
-    static mut SHELL: Shell = Shell::new();
-    // SAFETY: ztest runs this suite's one case on one thread; nothing else
-    // names the static.
-    let sh = unsafe { &mut *core::ptr::addr_of_mut!(SHELL) };
+    erased_store()?;
+    let sh = shell();
     let (ret, out) = sh.run("syn store list", b"");
     zassert!(
         answered(ret, out, ret == 0 && out.contains("store: 0 models")),
@@ -428,15 +428,8 @@ fn the_shell_streams_a_real_model_and_rolls_it_back() -> Outcome {
 }
 
 fn the_shell_refuses_bad_lines_with_an_errno() -> Outcome {
-    let mut flash = ok!(ZephyrFlash::open(), "no store partition");
-    ok!(blank(&mut flash), "erase");
-    zassert!(
-        synaptic_zephyr::store::ota::syn_store_reload() == 0,
-        "reload the erased store"
-    );
-    static mut SHELL: Shell = Shell::new();
-    // SAFETY: as in the other case of this suite (cases run one by one).
-    let sh = unsafe { &mut *core::ptr::addr_of_mut!(SHELL) };
+    erased_store()?;
+    let sh = shell();
     let (ret, out) = sh.run("syn ota write ", b"AAAA");
     zassert!(
         answered(

@@ -41,20 +41,6 @@ static void on_infer_resp(const syn_ipc_msg_t *msg, void *ctx)
 	atomic_inc(count);
 }
 
-static int send_retrying(const syn_ipc_msg_t *msg)
-{
-	int ret;
-
-	for (int attempt = 0; attempt < 1000; attempt++) {
-		ret = syn_ipc_send(msg);
-		if (ret != -EAGAIN) {
-			return ret;
-		}
-		k_msleep(1);
-	}
-	return ret;
-}
-
 static int attach(void)
 {
 	int ret;
