@@ -2,7 +2,8 @@
 //! meaningful inputs per target, built with the encoders the targets
 //! decode with, and request_path's regression inputs (`regression-*`:
 //! inputs that once failed its liveness phase). The libFuzzer-found
-//! `regression-colliding-reply-id` and `regression-previous-life-reply` are
+//! `regression-colliding-reply-id` and `regression-previous-life-reply`
+//! (request_path) and `regression-depth-multiplier-overflow` (model) are
 //! kept as found, not rewritten here.
 //!
 //! ```text

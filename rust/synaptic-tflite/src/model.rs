@@ -850,11 +850,17 @@ impl<'a> Model<'a> {
                 let in_c = is.dim(3);
                 let out_c = os.dim(3);
                 let depth_multiplier = if depthwise {
-                    if fs.dim(0) != 1 || fs.dim(3) != out_c || out_c % in_c != 0 {
+                    if fs.dim(0) != 1 || fs.dim(3) != out_c || in_c == 0 || out_c % in_c != 0 {
                         return Err(invalid_operator(index, "depthwise filter shape"));
                     }
+                    // A file's multiplier may be anything: negative, or so
+                    // large that the product overflows.
                     let m = opts.i32(options::depthwise::DEPTH_MULTIPLIER, 0)?;
-                    if m != 0 && m as usize * in_c != out_c {
+                    let fits = usize::try_from(m)
+                        .ok()
+                        .and_then(|m| m.checked_mul(in_c))
+                        .is_some_and(|channels| channels == out_c);
+                    if m != 0 && !fits {
                         return Err(invalid_operator(index, "depth multiplier"));
                     }
                     out_c / in_c
