@@ -367,6 +367,11 @@ pub struct Client<'r, const N: usize, D, S, C, L, Q> {
     clock: C,
     slots: [Waiter<S>; MAX_EXCHANGE_SLOTS],
     ping: Waiter<S>,
+    /// Some slot may be ABANDONED or PRESUMED, so a `STATUS_RESP` has
+    /// slots to reclaim; while it is clear, a status skips the scan. Set
+    /// (by a read-modify-write, see [`Client::apply_barrier`]) after a
+    /// slot enters either state; cleared by the scan that finds none left.
+    unsettled: AtomicBool,
     /// Callers waiting for any slot to come free, and their semaphore.
     free_waiters: AtomicU32,
     free_wake: S,
@@ -489,6 +494,7 @@ where
             clock,
             slots,
             ping: Waiter::new(state::FREE, semaphore()),
+            unsettled: AtomicBool::new(!fresh && count > 0),
             free_waiters: AtomicU32::new(0),
             free_wake: semaphore(),
             drained_to,
@@ -1141,8 +1147,25 @@ where
         }
     }
 
+    /// A slot just entered ABANDONED: the next status scans the slots.
+    fn mark_unsettled(&self) {
+        // Ordering: a read-modify-write, so the scan's swap that reads this
+        // value (or a later one: every write of the flag is an RMW, which
+        // continues this release sequence) sees the slot's new state.
+        self.unsettled.swap(true, Ordering::AcqRel);
+    }
+
     /// Free the slots a `STATUS_RESP` mask proves CPU0 done with.
     fn apply_barrier(&self, msg: &ValidMessage) {
+        // The common case, no slot abandoned or presumed: one load, no scan.
+        // Ordering: a flag set after this load is for a later status (the
+        // slot was abandoned after this one was answered, or its status
+        // request was sent after the set and is answered after this).
+        if !self.unsettled.load(Ordering::Relaxed) || !self.unsettled.swap(false, Ordering::AcqRel)
+        {
+            return;
+        }
+        let mut left = false;
         // The mask is a barrier for every slot request sent before this
         // ping. Every status is this life's (replies before the sync were
         // dropped), so it was sent after every request of a previous life.
@@ -1159,7 +1182,12 @@ where
             if !mask_holds(msg.status, k) && after && slot.moves(from, state::FREE) {
                 bump_locked(&self.counters.reclaimed);
                 self.notify_free();
+            } else {
+                left = true;
             }
+        }
+        if left {
+            self.mark_unsettled();
         }
     }
 
@@ -1401,6 +1429,7 @@ where
         if !client.wait_reply(waiter, polled, deadline)
             && waiter.moves(state::SENT, state::ABANDONED)
         {
+            client.mark_unsettled();
             bump(&client.counters.timeouts);
             return Err(ClientError::TimedOut);
         }

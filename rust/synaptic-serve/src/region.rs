@@ -307,9 +307,23 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         unsafe { &*self.base.as_ptr().add(offset).cast::<[AtomicU32; K]>() }
     }
 
+    /// The control block's words. No run-time check: `from_raw` refused a
+    /// region smaller than [`region_size`], which starts with the control
+    /// block, so every word a caller indexes with a `control_word`
+    /// constant is a load or store with no bounds test on the hot path
+    /// (CPU1 publishes its round-trip words on every answered ping).
+    fn control_words(&self) -> &'r [AtomicU32; CONTROL_WORDS] {
+        const { assert!(CONTROL_BLOCK_SIZE == 4 * CONTROL_WORDS) };
+        // SAFETY: offset 0 is the control block, whose `CONTROL_BLOCK_SIZE`
+        // bytes lie inside the region (`from_raw` checked `size >=
+        // region_size`); the base is 16-aligned, so the words are aligned
+        // for `AtomicU32`; as for `word`, they are only ever accessed
+        // atomically on this core.
+        unsafe { &*self.base.as_ptr().cast::<[AtomicU32; CONTROL_WORDS]>() }
+    }
+
     fn control_word(&self, index: usize) -> &'r AtomicU32 {
-        debug_assert!(index < CONTROL_WORDS);
-        self.word(4 * index)
+        &self.control_words()[index]
     }
 
     /// Write an empty region: control block published with `cpu0_ready` set,
@@ -488,17 +502,13 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
 
     /// Publish CPU1's round-trip statistics (CPU1 alone writes these words).
     pub fn publish_rtt(&self, rtt: RttWords) {
-        let words = [
-            (control_word::RTT_LAST, rtt.last_us),
-            (control_word::RTT_MIN, rtt.min_us),
-            (control_word::RTT_MAX, rtt.max_us),
-            (control_word::RTT_COUNT, rtt.count),
-        ];
-        for (index, value) in words {
-            // Ordering: statistics only; a reader may see a set that is one
-            // update apart, never a torn word.
-            self.control_word(index).store(value, Ordering::Relaxed);
-        }
+        let block = self.control_words();
+        // Ordering: statistics only; a reader may see a set that is one
+        // update apart, never a torn word.
+        block[control_word::RTT_LAST].store(rtt.last_us, Ordering::Relaxed);
+        block[control_word::RTT_MIN].store(rtt.min_us, Ordering::Relaxed);
+        block[control_word::RTT_MAX].store(rtt.max_us, Ordering::Relaxed);
+        block[control_word::RTT_COUNT].store(rtt.count, Ordering::Relaxed);
     }
 
     /// CPU1's round-trip statistics as published.
