@@ -320,6 +320,37 @@ fn deadline_after(now_us: u64, timeout: Timeout) -> Deadline {
     }
 }
 
+/// A timeout that becomes a deadline when first needed.
+#[derive(Clone, Copy, Debug)]
+enum Due {
+    /// Not started: this long from the first [`Due::deadline`].
+    After(Timeout),
+    /// Started.
+    At(Deadline),
+}
+
+impl Due {
+    /// The deadline, fixed (one clock read) on the first call.
+    fn deadline<'r, const N: usize, D, S, C, L, Q>(
+        &mut self,
+        client: &Client<'r, N, D, S, C, L, Q>,
+    ) -> Deadline
+    where
+        D: Doorbell,
+        S: Semaphore,
+        C: Clock,
+        L: LocalLock<Sender<'r, N, D>>,
+        Q: LocalLock<Consumer<'r, N>>,
+    {
+        let deadline = match *self {
+            Due::At(deadline) => deadline,
+            Due::After(timeout) => client.deadline(timeout),
+        };
+        *self = Due::At(deadline);
+        deadline
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     sent: AtomicU32,
@@ -689,7 +720,7 @@ where
         &self,
         timeout: Timeout,
     ) -> Result<Session<'_, 'r, N, D, S, C, L, Q>, ClientError> {
-        self.reserve_until(Some(0), 0, self.deadline(timeout))
+        self.reserve_until(Some(0), 0, &mut Due::After(timeout))
     }
 
     /// Reserve the smallest free slot whose input holds `input_len` bytes,
@@ -704,14 +735,17 @@ where
         input_len: usize,
         timeout: Timeout,
     ) -> Result<Session<'_, 'r, N, D, S, C, L, Q>, ClientError> {
-        self.reserve_until(None, input_len, self.deadline(timeout))
+        self.reserve_until(None, input_len, &mut Due::After(timeout))
     }
 
+    /// Reserve a fitting slot (`only` that one) by `due`, which is turned
+    /// into a deadline on the first wait: a slot free at once costs no
+    /// clock read.
     fn reserve_until(
         &self,
         only: Option<usize>,
         input_len: usize,
-        deadline: Deadline,
+        due: &mut Due,
     ) -> Result<Session<'_, 'r, N, D, S, C, L, Q>, ClientError> {
         let geometry = self.region.slots();
         let fits = |k: usize| {
@@ -760,7 +794,7 @@ where
                     self.send_sync();
                 }
             }
-            let woke = self.wait_for_free(deadline);
+            let woke = self.wait_for_free(due.deadline(self));
             self.free_waiters.fetch_sub(1, Ordering::SeqCst);
             if !woke {
                 bump(&self.counters.busy);
@@ -794,9 +828,10 @@ where
     /// As [`Session::model_lookup`], and [`ClientError::Busy`] from
     /// [`reserve`](Self::reserve).
     pub fn model_lookup(&self, name: &str, timeout: Timeout) -> Result<ModelHandle, ClientError> {
-        let deadline = self.deadline(timeout);
-        self.reserve_until(None, 0, deadline)?
-            .lookup_until(name, deadline, Wait::Interrupt)
+        let mut due = Due::After(timeout);
+        let session = self.reserve_until(None, 0, &mut due)?;
+        let deadline = due.deadline(self);
+        session.lookup_until(name, deadline, Wait::Interrupt)
     }
 
     /// Measure one round trip with a `STATUS_REQ` (no slot is needed),
