@@ -20,6 +20,7 @@ use synaptic_serve::boot::{BootPlatform, Budgets};
 use synaptic_zephyr::service::{self, Options};
 use synaptic_zephyr::status::STATUS;
 use zephyr::printkln;
+use zephyr::time::{sleep, Duration};
 
 /// Seconds of serving before the verdict.
 #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
@@ -30,11 +31,6 @@ const DEMO_SECONDS: u32 = 5;
 /// the stub NPU hashes all of it on CPU0) and CPU1 waits for each answer.
 #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
 const EXPECTED_SERVED: u32 = (DEMO_SECONDS - 1) * (1000 / models::PERIOD_MS) / 2;
-
-fn sleep_ms(ms: i32) {
-    // SAFETY: plain kernel call from thread context.
-    unsafe { zephyr::raw::k_msleep(ms) };
-}
 
 /// Emulated seconds CPU0 waits for the four real inferences: the
 /// interpreter runs the person detector in QEMU's emulated time at
@@ -60,12 +56,12 @@ fn verdict() -> bool {
     let expected = models::real::INPUTS.len() as u32;
     let mut waited = 0;
     while service::interpreter_results() < expected && waited < REAL_SECONDS {
-        sleep_ms(1000);
+        sleep(Duration::millis_at_least(1000));
         waited += 1;
     }
     // The last reply follows its result; the counters follow the reply.
     while STATUS.served() < expected && waited < REAL_SECONDS {
-        sleep_ms(1000);
+        sleep(Duration::millis_at_least(1000));
         waited += 1;
     }
     printkln!("syn ipc status ({} s):", waited);
@@ -101,7 +97,7 @@ fn verdict() -> bool {
 #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
 fn verdict() -> bool {
     for second in 1..=DEMO_SECONDS {
-        sleep_ms(1000);
+        sleep(Duration::millis_at_least(1000));
         printkln!("syn ipc status ({} s):", second);
         service::print_status();
     }

@@ -17,20 +17,12 @@ use dual_model_models as models;
 use synaptic_abi::Priority;
 use synaptic_ipc::Timeout;
 use synaptic_zephyr::client;
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+use zephyr::sys::uptime_get;
+use zephyr::time::{sleep, Duration};
 
 /// Wait for each answer at most this long.
 const TIMEOUT: Timeout = Timeout::Millis(200);
-
-fn sleep_ms(ms: i32) {
-    // SAFETY: plain kernel call from thread context.
-    unsafe { zephyr::raw::k_msleep(ms) };
-}
-
-#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
-fn uptime_ms() -> i64 {
-    // SAFETY: plain kernel call.
-    unsafe { zephyr::raw::k_uptime_get() }
-}
 
 #[no_mangle]
 extern "C" fn rust_main() {
@@ -72,7 +64,7 @@ fn real_inputs(client: &client::ZephyrClient) {
         }
     }
     loop {
-        sleep_ms(models::HEARTBEAT_MS as i32);
+        sleep(Duration::millis_at_least(u64::from(models::HEARTBEAT_MS)));
         let _ = client.ping(TIMEOUT);
     }
 }
@@ -89,10 +81,10 @@ fn synthetic_traffic(client: &client::ZephyrClient) {
     let face_len = models::FACE_LEN;
     let kws_len = models::KWS_LEN;
     let mut output = [0u8; 16];
-    let mut last_heartbeat = uptime_ms();
+    let mut last_heartbeat = uptime_get();
     let mut seq: u32 = 0;
     loop {
-        let started = uptime_ms();
+        let started = uptime_get();
         // Errors are counted by both sides (CPU0's status view shows them);
         // the cadence goes on regardless.
         // Frames take the frame slot; an MFCC window the smallest free slot.
@@ -113,11 +105,11 @@ fn synthetic_traffic(client: &client::ZephyrClient) {
             };
         }
         seq = seq.wrapping_add(1);
-        if uptime_ms() - last_heartbeat >= i64::from(models::HEARTBEAT_MS) {
+        if uptime_get() - last_heartbeat >= i64::from(models::HEARTBEAT_MS) {
             let _ = client.ping(TIMEOUT);
-            last_heartbeat = uptime_ms();
+            last_heartbeat = uptime_get();
         }
-        let spent = (uptime_ms() - started).clamp(0, i64::from(models::PERIOD_MS)) as i32;
-        sleep_ms(models::PERIOD_MS as i32 - spent);
+        let spent = (uptime_get() - started).clamp(0, i64::from(models::PERIOD_MS)) as u64;
+        sleep(Duration::millis_at_least(u64::from(models::PERIOD_MS) - spent));
     }
 }
