@@ -18,6 +18,7 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <zephyr/device.h>
 #include <zephyr/devicetree.h>
 #include <zephyr/sys/atomic.h>
@@ -29,6 +30,11 @@
 /* Set once by the first syn_doorbell_init(). */
 static atomic_t syn_doorbell_claimed;
 static syn_doorbell_handler_t syn_doorbell_handler;
+
+/* A device that was ready stays ready: after the first ring that found it
+ * so, a ring skips the check (it is on every request's path).
+ */
+static bool syn_doorbell_ready;
 
 #if DT_NODE_HAS_COMPAT(SYN_DOORBELL_NODE, synaptic_doorbell_ipm)
 
@@ -83,8 +89,11 @@ int syn_doorbell_init(syn_doorbell_handler_t on_ring, void *ctx)
 
 int syn_doorbell_ring(void)
 {
-	if (!device_is_ready(syn_doorbell_ipm)) {
-		return -ENODEV;
+	if (!syn_doorbell_ready) {
+		if (!device_is_ready(syn_doorbell_ipm)) {
+			return -ENODEV;
+		}
+		syn_doorbell_ready = true;
 	}
 	/* wait = 0: never block for the peer; no data, the rings carry it. */
 	return ipm_send(syn_doorbell_ipm, 0, SYN_DOORBELL_REMOTE_ID, NULL, 0);
@@ -156,8 +165,11 @@ int syn_doorbell_init(syn_doorbell_handler_t on_ring, void *ctx)
 
 int syn_doorbell_ring(void)
 {
-	if (!mbox_is_ready_dt(&syn_doorbell_tx)) {
-		return -ENODEV;
+	if (!syn_doorbell_ready) {
+		if (!mbox_is_ready_dt(&syn_doorbell_tx)) {
+			return -ENODEV;
+		}
+		syn_doorbell_ready = true;
 	}
 	/* No message: signalling only, the rings carry the data. */
 	return mbox_send_dt(&syn_doorbell_tx, NULL);
