@@ -552,6 +552,32 @@ impl<const N: usize> Registry<N> {
         n
     }
 
+    /// The model's description, and whether it is resident on `npu` (a
+    /// [`Registry::load`] now would do nothing): one handle check for the
+    /// scheduler's staging of a model step.
+    pub(crate) fn info_resident<D: NpuDevice + ?Sized>(
+        &self,
+        handle: ModelHandle,
+        npu: &D,
+    ) -> Result<(&ModelInfo, bool), RegistryError> {
+        let index = self.slot_index(handle)?;
+        let info = self.slots[index]
+            .info
+            .as_ref()
+            .ok_or(RegistryError::InvalidHandle)?;
+        Ok((info, self.is_resident(index, handle, npu)))
+    }
+
+    /// Whether slot `index`, which `handle` names, is the model on `npu`.
+    fn is_resident<D: NpuDevice + ?Sized>(
+        &self,
+        index: usize,
+        handle: ModelHandle,
+        npu: &D,
+    ) -> bool {
+        self.loaded == Some(index) && npu.loaded_model() == Some(handle.raw())
+    }
+
     /// Makes the model resident on `npu`, replacing any other; a no-op if it
     /// already is.
     ///
@@ -566,7 +592,7 @@ impl<const N: usize> Registry<N> {
         npu: &mut D,
     ) -> Result<(), RegistryError> {
         let index = self.slot_index(handle)?;
-        if self.loaded == Some(index) && npu.loaded_model() == Some(handle.raw()) {
+        if self.is_resident(index, handle, npu) {
             return Ok(());
         }
         let model = self.device_model(handle)?;
