@@ -130,6 +130,7 @@ impl Shape {
     }
 
     /// Number of elements (product of the dimensions).
+    #[inline]
     pub fn elements(&self) -> usize {
         // Dimensions past the rank are 1 (`new`), and `new` checked that
         // the product fits `u32`: one product of all slots, no loop (the
@@ -164,6 +165,9 @@ impl TensorMeta {
     }
 
     /// Size of the data in bytes.
+    // Inline: a few multiplies, asked several times per request; a call
+    // costs as much again.
+    #[inline]
     pub fn byte_len(&self) -> usize {
         self.shape.elements() * self.dtype.size()
     }

@@ -481,19 +481,27 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
         }
     }
 
-    fn check_ready(&self) -> Result<NpuModel, NpuError> {
+    fn check_ready(&self) -> Result<(), NpuError> {
         self.expect(NpuState::Idle)?;
-        let model = self.model.ok_or(NpuError::NoModel)?;
+        if self.model.is_none() {
+            return Err(NpuError::NoModel);
+        }
         if !self.input_valid {
             return Err(NpuError::NoInput);
         }
-        Ok(model)
+        Ok(())
     }
 
-    /// Computes the result of the staged invoke (fault or output).
-    fn execute(&mut self, model: NpuModel) -> Result<NpuRun, NpuError> {
+    /// Computes the result of the staged invoke (fault or output) of the
+    /// loaded model. Only the three figures it needs are read from the
+    /// model: a whole `NpuModel` by value is a 68-byte copy per invoke.
+    fn execute(&mut self) -> Result<NpuRun, NpuError> {
+        let (id, in_len, out_len) = match &self.model {
+            Some(m) => (m.id, m.input.byte_len(), m.output.byte_len()),
+            None => return Err(NpuError::NoModel),
+        };
         self.invokes = self.invokes.wrapping_add(1);
-        let input = &self.input[..model.input.byte_len()];
+        let input = &self.input[..in_len];
         let every = self.fail_every.is_some_and(|n| self.invokes % n.get() == 0);
         let marked = self.fail_on_marker && input.first() == Some(&FAIL_MARKER);
         if every || marked {
@@ -501,7 +509,6 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             self.output_valid = false;
             return Err(NpuError::DeviceFault);
         }
-        let out_len = model.output.byte_len();
         // Null mode's zeros are written by `get_output`, into the caller's
         // buffer: no device buffer is touched.
         if !self.null {
@@ -509,7 +516,7 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             if self.reference_rule {
                 reference_output(input, output);
             } else {
-                stub_output(self.seed, model.id, input, output);
+                stub_output(self.seed, id, input, output);
             }
         }
         self.output_valid = true;
@@ -596,9 +603,9 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
     }
 
     fn invoke(&mut self) -> Result<NpuRun, NpuError> {
-        let model = self.check_ready()?;
+        self.check_ready()?;
         self.time.delay_us(self.latency_us);
-        self.execute(model)
+        self.execute()
     }
 
     fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
@@ -628,7 +635,7 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
         }
         self.pending = None;
         let result = match self.model {
-            Some(model) => self.execute(model),
+            Some(_) => self.execute(),
             None => {
                 // The model was unloaded while the invoke was in flight:
                 // complete it with an error instead of losing the callback

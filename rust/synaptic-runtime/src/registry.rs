@@ -471,6 +471,50 @@ impl<const N: usize> Registry<N> {
         Ok(())
     }
 
+    /// As [`Registry::record_service_time`], with the measurement made
+    /// from the prediction it joins: `sample` gets the current estimate
+    /// (`None` before the first measurement) and returns the microseconds
+    /// to record. One handle check where reading the estimate and then
+    /// recording would make two (the scheduler's collection of a device
+    /// step does this once per inference).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::InvalidHandle`], [`RegistryError::StaleHandle`]
+    /// (`sample` is not called).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use synaptic_runtime::arena::DType;
+    /// use synaptic_runtime::device::Device;
+    /// use synaptic_runtime::registry::{ModelDesc, Registry};
+    /// let mut reg: Registry<2> = Registry::new();
+    /// let model = reg.register(&ModelDesc::int8("m", &[16], 4).unwrap()).unwrap();
+    /// reg.record_service_sample(model, Device::Npu, |estimate| {
+    ///     assert_eq!(estimate, None);
+    ///     800
+    /// })
+    /// .unwrap();
+    /// reg.record_service_sample(model, Device::Npu, |estimate| {
+    ///     assert_eq!(estimate, Some(800));
+    ///     1_600
+    /// })
+    /// .unwrap();
+    /// assert_eq!(reg.service_time(model, Device::Npu).unwrap().estimate_us(), Some(900));
+    /// ```
+    pub fn record_service_sample(
+        &mut self,
+        handle: ModelHandle,
+        device: Device,
+        sample: impl FnOnce(Option<u32>) -> u64,
+    ) -> Result<(), RegistryError> {
+        let index = self.slot_index(handle)?;
+        let time = &mut self.slots[index].service[device.index()];
+        time.record(sample(time.estimate_us()));
+        Ok(())
+    }
+
     /// The handle of the model called `name`.
     ///
     /// # Errors
@@ -508,6 +552,32 @@ impl<const N: usize> Registry<N> {
         n
     }
 
+    /// The model's description, and whether it is resident on `npu` (a
+    /// [`Registry::load`] now would do nothing): one handle check for the
+    /// scheduler's staging of a model step.
+    pub(crate) fn info_resident<D: NpuDevice + ?Sized>(
+        &self,
+        handle: ModelHandle,
+        npu: &D,
+    ) -> Result<(&ModelInfo, bool), RegistryError> {
+        let index = self.slot_index(handle)?;
+        let info = self.slots[index]
+            .info
+            .as_ref()
+            .ok_or(RegistryError::InvalidHandle)?;
+        Ok((info, self.is_resident(index, handle, npu)))
+    }
+
+    /// Whether slot `index`, which `handle` names, is the model on `npu`.
+    fn is_resident<D: NpuDevice + ?Sized>(
+        &self,
+        index: usize,
+        handle: ModelHandle,
+        npu: &D,
+    ) -> bool {
+        self.loaded == Some(index) && npu.loaded_model() == Some(handle.raw())
+    }
+
     /// Makes the model resident on `npu`, replacing any other; a no-op if it
     /// already is.
     ///
@@ -522,7 +592,7 @@ impl<const N: usize> Registry<N> {
         npu: &mut D,
     ) -> Result<(), RegistryError> {
         let index = self.slot_index(handle)?;
-        if self.loaded == Some(index) && npu.loaded_model() == Some(handle.raw()) {
+        if self.is_resident(index, handle, npu) {
             return Ok(());
         }
         let model = self.device_model(handle)?;
