@@ -297,6 +297,8 @@ impl<'a> TensorRef<'a> {
     /// assert_eq!(t.data(), &[1, 2, 3, 4]);
     /// assert!(core::ptr::eq(t.data().as_ptr(), slot.as_ptr()));
     /// ```
+    // Inline: on the serving path it is a length check and three stores.
+    #[inline]
     pub fn wrap(meta: TensorMeta, data: &'a [u8]) -> Result<TensorRef<'a>, ArenaError> {
         let needed = meta.byte_len();
         if data.len() < needed {
@@ -342,6 +344,7 @@ impl<'a> TensorMut<'a> {
     /// # Errors
     ///
     /// [`ArenaError::ExternalTooShort`] when `data` is shorter than `meta.byte_len()`.
+    #[inline]
     pub fn wrap(meta: TensorMeta, data: &'a mut [u8]) -> Result<TensorMut<'a>, ArenaError> {
         let needed = meta.byte_len();
         if data.len() < needed {

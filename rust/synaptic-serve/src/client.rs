@@ -330,21 +330,12 @@ enum Due {
 }
 
 impl Due {
-    /// The deadline, fixed (one clock read) on the first call.
-    fn deadline<'r, const N: usize, D, S, C, L, Q>(
-        &mut self,
-        client: &Client<'r, N, D, S, C, L, Q>,
-    ) -> Deadline
-    where
-        D: Doorbell,
-        S: Semaphore,
-        C: Clock,
-        L: LocalLock<Sender<'r, N, D>>,
-        Q: LocalLock<Consumer<'r, N>>,
-    {
+    /// The deadline, fixed (one clock read, on `clock`) on the first call.
+    fn deadline(&mut self, clock: &impl Clock) -> Deadline {
         let deadline = match *self {
             Due::At(deadline) => deadline,
-            Due::After(timeout) => client.deadline(timeout),
+            Due::After(Timeout::Forever) => Deadline::Never,
+            Due::After(timeout) => deadline_after(clock.now_us(), timeout),
         };
         *self = Due::At(deadline);
         deadline
@@ -794,7 +785,7 @@ where
                     self.send_sync();
                 }
             }
-            let woke = self.wait_for_free(due.deadline(self));
+            let woke = self.wait_for_free(due.deadline(&self.clock));
             self.free_waiters.fetch_sub(1, Ordering::SeqCst);
             if !woke {
                 bump(&self.counters.busy);
@@ -830,7 +821,7 @@ where
     pub fn model_lookup(&self, name: &str, timeout: Timeout) -> Result<ModelHandle, ClientError> {
         let mut due = Due::After(timeout);
         let session = self.reserve_until(None, 0, &mut due)?;
-        let deadline = due.deadline(self);
+        let deadline = due.deadline(&self.clock);
         session.lookup_until(name, deadline, Wait::Interrupt)
     }
 
