@@ -110,6 +110,8 @@ fn synthetic_traffic(client: &client::ZephyrClient) {
             last_heartbeat = uptime_get();
         }
         let spent = (uptime_get() - started).clamp(0, i64::from(models::PERIOD_MS)) as u64;
-        sleep(Duration::millis_at_least(u64::from(models::PERIOD_MS) - spent));
+        sleep(Duration::millis_at_least(
+            u64::from(models::PERIOD_MS) - spent,
+        ));
     }
 }
