@@ -466,9 +466,7 @@ impl<const N: usize> Registry<N> {
         device: Device,
         us: u64,
     ) -> Result<(), RegistryError> {
-        let index = self.slot_index(handle)?;
-        self.slots[index].service[device.index()].record(us);
-        Ok(())
+        self.record_service_sample(handle, device, |_| us)
     }
 
     /// As [`Registry::record_service_time`], with the measurement made
