@@ -227,6 +227,11 @@ tier_zephyr() {
         echo "  FAIL    model update over the shell: twister built no samples/model_update"
         tier_failed=$((tier_failed + 1))
     fi
+    # The model store's build-time layout check: a store over CPU1's image
+    # or the running one does not build (FRDM-MCXN947 devicetree).
+    check "model store clear of every image at build time (scripts/store-layout-check.sh)" \
+        "$root/scripts/store-layout-check.sh"
+    grep -E "^store-layout:" "$log_dir/check.log" | sed 's/^/          | /'
     # Footprint of every image built, and no floating point in CPU1's.
     echo "  images (flash and RAM in bytes; CPU1 images checked for floating point):"
     python3 "$root/scripts/image_report.py" "$out" >"$log_dir/images.txt" 2>&1

@@ -44,3 +44,41 @@ const struct syn_dt_cpu1_image syn_dt_cpu1_image = {
 #else
 const struct syn_dt_cpu1_image syn_dt_cpu1_image = {0};
 #endif
+
+/*
+ * The model store must never overlap an image: not CPU1's (its flash bank
+ * holds CPU1's code while CPU0 writes models), nor the one running here.
+ * Only a partition of memory-mapped flash (a soc-nv-flash node not under
+ * the flash simulator) can: a store on the simulator or on an external
+ * flash has its own address space. TrustZone parts show one flash at a
+ * non-secure and a secure address that differ in bit 28 (MCXN947: 0x0..,
+ * 0x1..; AN521 likewise), and the nodes compared may use either: the
+ * comparison is of the addresses below that bit.
+ */
+#define SYN_STORE_NODE DT_CHOSEN(synaptic_model_store)
+#define SYN_FLASH_OFFSET(addr) ((uint32_t)(addr) & 0x0FFFFFFFu)
+#define SYN_DISJOINT(a, a_size, b, b_size)                                                         \
+	(SYN_FLASH_OFFSET(a) + (uint32_t)(a_size) <= SYN_FLASH_OFFSET(b) ||                        \
+	 SYN_FLASH_OFFSET(b) + (uint32_t)(b_size) <= SYN_FLASH_OFFSET(a))
+/* The store partition against a fixed partition of the same flash. */
+#define SYN_STORE_CLEAR_OF_PARTITION(node)                                                         \
+	SYN_DISJOINT(DT_FIXED_PARTITION_ADDR(SYN_STORE_NODE), DT_REG_SIZE(SYN_STORE_NODE),         \
+		     DT_FIXED_PARTITION_ADDR(node), DT_REG_SIZE(node))
+
+#if DT_NODE_EXISTS(SYN_STORE_NODE) && DT_FIXED_PARTITION_EXISTS(SYN_STORE_NODE) &&                \
+	DT_NODE_EXISTS(DT_MEM_FROM_FIXED_PARTITION(SYN_STORE_NODE)) &&                             \
+	!DT_NODE_HAS_COMPAT(DT_MTD_FROM_FIXED_PARTITION(SYN_STORE_NODE), zephyr_sim_flash)
+#if DT_NODE_EXISTS(SYN_CPU1_NODE)
+BUILD_ASSERT(SYN_DISJOINT(DT_FIXED_PARTITION_ADDR(SYN_STORE_NODE), DT_REG_SIZE(SYN_STORE_NODE),
+			  DT_REG_ADDR(SYN_CPU1_NODE), DT_REG_SIZE(SYN_CPU1_NODE)),
+	     "chosen synaptic,model-store overlaps the CPU1 image (chosen synaptic,cpu1-image)");
+#endif
+#if DT_HAS_CHOSEN(zephyr_code_cpu1_partition)
+BUILD_ASSERT(SYN_STORE_CLEAR_OF_PARTITION(DT_CHOSEN(zephyr_code_cpu1_partition)),
+	     "chosen synaptic,model-store overlaps the CPU1 code partition (chosen zephyr,code-cpu1-partition)");
+#endif
+#if DT_HAS_CHOSEN(zephyr_code_partition)
+BUILD_ASSERT(SYN_STORE_CLEAR_OF_PARTITION(DT_CHOSEN(zephyr_code_partition)),
+	     "chosen synaptic,model-store overlaps the running image (chosen zephyr,code-partition)");
+#endif
+#endif
