@@ -56,7 +56,7 @@ use core::ffi::{c_char, c_int};
 
 use synaptic_abi::Errno;
 
-pub use platform::{Platform, Reentered};
+pub use platform::{Platform, Reentered, Scheduling};
 
 // Capacities. Each limit below has a `DEFAULT_*` constant (today's value,
 // exported to C as `SYN_CAPI_*`) and the constant the runtime uses, which

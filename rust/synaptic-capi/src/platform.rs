@@ -19,6 +19,8 @@
 
 use core::fmt;
 
+use synaptic_runtime::arbiter::{Weights, DEFAULT_WEIGHTS};
+use synaptic_runtime::device::Policy;
 use synaptic_runtime::time::{Clock, Delay};
 
 /// The lock was requested again by the thread that holds it.
@@ -64,6 +66,32 @@ pub unsafe trait Platform {
     /// Writes formatted text to the console (`syn_mem_print_stats()`,
     /// `syn_prof_print_summary()`); one call is one line, without the newline.
     fn print(args: fmt::Arguments<'_>);
+
+    /// The scheduler's placement policy and WRR weights when the C API's
+    /// runtime is built (`syn_init()`): a firmware returns its build
+    /// configuration (Zephyr: `CONFIG_SYNAPTIC_PLACEMENT_*`,
+    /// `CONFIG_SYNAPTIC_WRR_*_WEIGHT`). Weights of 0 are refused and the
+    /// defaults kept.
+    fn scheduling() -> Scheduling {
+        Scheduling::DEFAULT
+    }
+}
+
+/// How the C API's scheduler places and arbitrates ([`Platform::scheduling`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scheduling {
+    /// Which device runs a model step that may run on more than one.
+    pub policy: Policy,
+    /// `Normal` / `BestEffort` weighted round robin.
+    pub weights: Weights,
+}
+
+impl Scheduling {
+    /// The runtime's defaults: NPU only, weights 4:1.
+    pub const DEFAULT: Scheduling = Scheduling {
+        policy: Policy::NpuOnly,
+        weights: DEFAULT_WEIGHTS,
+    };
 }
 
 /// Binds a [`Platform`] implementation to the C API. Use once, in the crate
@@ -104,6 +132,11 @@ macro_rules! platform {
         fn __synaptic_capi_print(args: ::core::fmt::Arguments<'_>) {
             <$platform as $crate::Platform>::print(args)
         }
+
+        #[no_mangle]
+        fn __synaptic_capi_scheduling() -> $crate::Scheduling {
+            <$platform as $crate::Platform>::scheduling()
+        }
     };
 }
 
@@ -113,6 +146,13 @@ extern "Rust" {
     fn __synaptic_capi_now_us() -> u64;
     fn __synaptic_capi_delay_us(us: u64);
     fn __synaptic_capi_print(args: fmt::Arguments<'_>);
+    fn __synaptic_capi_scheduling() -> Scheduling;
+}
+
+/// The platform's scheduling configuration.
+pub(crate) fn scheduling() -> Scheduling {
+    // SAFETY: platform! defines the symbol with exactly this signature.
+    unsafe { __synaptic_capi_scheduling() }
 }
 
 /// Takes the platform lock.

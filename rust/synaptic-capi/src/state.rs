@@ -129,7 +129,14 @@ impl State {
             emplace(&raw mut (*at).models, || [None; MAX_MODELS]);
             emplace(&raw mut (*at).pipelines, PipelinePool::new);
             emplace(&raw mut (*at).live_pipelines, || [None; MAX_PIPELINES]);
-            emplace(&raw mut (*at).sched, || Scheduler::new(work));
+            emplace(&raw mut (*at).sched, || {
+                let mut sched = Scheduler::new(work);
+                let scheduling = platform::scheduling();
+                sched.set_policy(scheduling.policy);
+                // Zero weights: refused, the defaults stay.
+                let _ = sched.set_weights(scheduling.weights);
+                sched
+            });
             emplace(&raw mut (*at).jobs, || [JobExtra::EMPTY; MAX_JOBS]);
             emplace(&raw mut (*at).npu, || {
                 let mut npu = StubNpu::new(PlatformClock, 0);

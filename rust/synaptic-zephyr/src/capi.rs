@@ -14,7 +14,7 @@
 use core::fmt;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use synaptic_capi::{Platform, Reentered};
+use synaptic_capi::{Platform, Reentered, Scheduling};
 use synaptic_runtime::time::{Clock, Delay};
 use zephyr::raw;
 use zephyr::sys::sync::Mutex;
@@ -72,5 +72,12 @@ unsafe impl Platform for ZephyrPlatform {
 
     fn print(args: fmt::Arguments<'_>) {
         zephyr::printk::printkln(args);
+    }
+
+    fn scheduling() -> Scheduling {
+        Scheduling {
+            policy: crate::sched_config::DEFAULT_POLICY,
+            weights: crate::sched_config::WEIGHTS,
+        }
     }
 }

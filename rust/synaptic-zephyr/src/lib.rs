@@ -24,6 +24,7 @@ pub mod doorbell;
 pub mod ipc_capi;
 pub mod mcxn947;
 pub mod platform;
+pub mod sched_config;
 #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
 pub mod service;
 #[cfg(all(CONFIG_SYNAPTIC_DOORBELL, CONFIG_SYNAPTIC_SHELL))]

@@ -49,7 +49,6 @@ use synaptic_abi::{
 };
 use synaptic_ipc::{Inbox, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
-use synaptic_runtime::arbiter::Weights;
 use synaptic_runtime::arena::{Arena, DType, Lifetime, TensorMeta, DEFAULT_SCRATCH_DEPTH};
 use synaptic_runtime::device::{Device, Policy};
 #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
@@ -161,25 +160,7 @@ static NPU_LATENCY_US: AtomicU32 = AtomicU32::new(0);
 /// in `Policy::ALL` plus one, 0 when none is pending.
 static POLICY_WANTED: AtomicU8 = AtomicU8::new(0);
 
-/// The placement policy Kconfig selects (`SYNAPTIC_PLACEMENT_*`).
-pub const DEFAULT_POLICY: Policy = if cfg!(CONFIG_SYNAPTIC_PLACEMENT_CPU) {
-    Policy::CpuOnly
-} else if cfg!(CONFIG_SYNAPTIC_PLACEMENT_BUSY) {
-    Policy::BusyAware
-} else if cfg!(CONFIG_SYNAPTIC_PLACEMENT_RANDOM) {
-    Policy::Random
-} else if cfg!(CONFIG_SYNAPTIC_PLACEMENT_EFT) {
-    Policy::EarliestFinish
-} else {
-    Policy::NpuOnly
-};
-
-/// The WRR weights Kconfig sets (`SYNAPTIC_WRR_NORMAL_WEIGHT`,
-/// `SYNAPTIC_WRR_BEST_EFFORT_WEIGHT`, each 1 to 255 by their ranges).
-pub const WEIGHTS: Weights = Weights {
-    normal: zephyr::kconfig::CONFIG_SYNAPTIC_WRR_NORMAL_WEIGHT as u8,
-    best_effort: zephyr::kconfig::CONFIG_SYNAPTIC_WRR_BEST_EFFORT_WEIGHT as u8,
-};
+pub use crate::sched_config::{DEFAULT_POLICY, WEIGHTS};
 
 /// Asks the serving thread to place model steps with `policy` from its
 /// next turn on (at the latest when the idle timer wakes it); the shell's

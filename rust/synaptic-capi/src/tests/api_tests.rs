@@ -40,3 +40,13 @@ fn shutdown_returns_to_power_on() {
     let again = register(&model_info("kws", 16, 4));
     assert_eq!(syn_model_load(again), 0);
 }
+
+#[test]
+fn the_scheduler_takes_the_platforms_policy_and_weights() {
+    let _t = fresh();
+    assert_eq!(syn_init(), 0);
+    let (policy, weights) =
+        crate::state::with(|s| (s.sched.policy(), s.sched.weights())).expect("not re-entered");
+    assert_eq!(policy, Some(super::host::SCHEDULING.policy));
+    assert_eq!(weights, super::host::SCHEDULING.weights);
+}

@@ -44,7 +44,20 @@ unsafe impl Platform for HostPlatform {
             .unwrap_or_else(PoisonError::into_inner)
             .push(args.to_string());
     }
+
+    fn scheduling() -> crate::Scheduling {
+        SCHEDULING
+    }
 }
+
+/// Not the defaults, so a test can tell that `syn_init` applied them.
+pub const SCHEDULING: crate::Scheduling = crate::Scheduling {
+    policy: synaptic_runtime::device::Policy::EarliestFinish,
+    weights: synaptic_runtime::arbiter::Weights {
+        normal: 3,
+        best_effort: 2,
+    },
+};
 
 crate::platform!(HostPlatform);
 
