@@ -40,6 +40,7 @@
 //! arena, with the interpreter); nothing else touches it.
 //! [`start`] runs once per boot.
 
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use static_cell::{ConstStaticCell, StaticCell};
@@ -173,8 +174,11 @@ pub fn set_policy(policy: Policy) {
 }
 /// The stub NPU, in a static: its device buffers (31 KB) on the serving
 /// thread's stack would put the thread's other locals out of reach of a
-/// single stack-relative instruction.
-static NPU: ConstStaticCell<ServiceNpu> = ConstStaticCell::new(StubNpu::new(ZephyrClock, 0));
+/// single stack-relative instruction. Zeroed, so that it lives in `.bss`:
+/// `StubNpu::new`'s value has one non-zero byte (the niche of "no model"),
+/// which would put all 31 KB in `.data`, that is in flash too. The serving
+/// thread writes the value in place.
+static NPU: ConstStaticCell<MaybeUninit<ServiceNpu>> = ConstStaticCell::new(MaybeUninit::zeroed());
 static WORK: ConstStaticCell<[u8; WORK_SIZE]> = ConstStaticCell::new([0; WORK_SIZE]);
 /// The CPU interpreter's arena (Kconfig `SYNAPTIC_CPU_INTERPRETER_ARENA_SIZE`).
 #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
@@ -489,6 +493,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     let Some(npu) = NPU.try_take() else {
         return setup_failed("NPU taken");
     };
+    let npu = npu.write(StubNpu::new(clock, 0));
     npu.set_seed(options.npu_seed);
     if npu.init().is_err() {
         return setup_failed("NPU init");
