@@ -44,11 +44,11 @@
 //!   non-preemptible service overestimates `RealTime`'s wait when lower
 //!   classes' jobs have several stages (pass the stage, not the job, as
 //!   their service if that is what `RealTime` waits for).
-//! * `Normal` and `BestEffort` share by weighted round robin; the model
+//! * `Normal` and `BestEffort` share by weighted round robin; [`predict`]
 //!   serves them in strict priority, which is the WRR's limit for a large
 //!   `Normal` weight: when both are backlogged it underestimates `Normal`'s
-//!   wait and overestimates `BestEffort`'s. Below saturation both queues
-//!   are rarely non-empty at once and the difference is small.
+//!   wait and overestimates `BestEffort`'s. [`predict_wrr`] mixes the two
+//!   strict orders by the weights instead (see there).
 //! * One device: with several, split each class's arrivals by where the
 //!   placement sends them and apply the model per device.
 
@@ -154,12 +154,24 @@ pub fn wait_quantile_us(mean_wait_us: f32, busy: f32, q: f32) -> f32 {
 /// assert!((normal.mean_us - 1_500.0).abs() < 0.5);
 /// ```
 pub fn predict(load: &[ClassLoad; Priority::COUNT]) -> [Option<ClassLatency>; Priority::COUNT] {
+    cobham(load, HIGHEST_FIRST)
+}
+
+/// Strict priority order, highest first.
+const HIGHEST_FIRST: [Priority; Priority::COUNT] =
+    [Priority::RealTime, Priority::Normal, Priority::BestEffort];
+
+/// [`predict`] in the order `order` (highest priority first).
+fn cobham(
+    load: &[ClassLoad; Priority::COUNT],
+    order: [Priority; Priority::COUNT],
+) -> [Option<ClassLatency>; Priority::COUNT] {
     let residual: f32 = load.iter().map(ClassLoad::residual_us).sum();
     let busy: f32 = load.iter().map(ClassLoad::utilization).sum();
     let mut out = [None; Priority::COUNT];
     // Highest class first: s_(k-1), then s_k.
     let mut above = 0.0f32;
-    for class in Priority::ALL.into_iter().rev() {
+    for class in order {
         let l = &load[class.index()];
         let through = above + l.utilization();
         if through < 1.0 {
@@ -173,6 +185,52 @@ pub fn predict(load: &[ClassLoad; Priority::COUNT]) -> [Option<ClassLatency>; Pr
             });
         }
         above = through;
+    }
+    out
+}
+
+/// [`predict`] with `Normal` and `BestEffort` sharing by weighted round
+/// robin (`weights`, as the scheduler's [`crate::arbiter`]) instead of
+/// strict priority.
+///
+/// The two strict orders bound a work-conserving discipline's waits, and
+/// both satisfy Kleinrock's conservation law (`sum rho_k W_k` is the same
+/// for every such discipline). WRR gives `Normal` the fraction
+/// `p = w_N / (w_N + w_BE)` of the selections while both classes wait;
+/// the model takes each of the two classes' mean wait as the mix `p` of
+/// its wait with `Normal` first and `1 - p` of its wait with `BestEffort`
+/// first, which keeps the conservation law. An approximation (exact at
+/// the limits `p = 1` and `p = 0`); a class unstable in either order is
+/// `None`. The p95 is recomputed from the mixed mean as in [`predict`].
+pub fn predict_wrr(
+    load: &[ClassLoad; Priority::COUNT],
+    weights: crate::arbiter::Weights,
+) -> [Option<ClassLatency>; Priority::COUNT] {
+    let normal_first = cobham(load, HIGHEST_FIRST);
+    let best_effort_first = cobham(
+        load,
+        [Priority::RealTime, Priority::BestEffort, Priority::Normal],
+    );
+    let (n, b) = (f32::from(weights.normal), f32::from(weights.best_effort));
+    let p = if n + b > 0.0 { n / (n + b) } else { 1.0 };
+    let busy: f32 = load.iter().map(ClassLoad::utilization).sum();
+    let mut out = normal_first;
+    for class in [Priority::Normal, Priority::BestEffort] {
+        let i = class.index();
+        out[i] = match (normal_first[i], best_effort_first[i]) {
+            (Some(a), Some(z)) => {
+                let mean_wait_us = p * a.mean_wait_us + (1.0 - p) * z.mean_wait_us;
+                let wait_p95_us = wait_quantile_us(mean_wait_us, busy.min(1.0), P95);
+                let service_us = load[i].service_us;
+                Some(ClassLatency {
+                    mean_wait_us,
+                    mean_us: mean_wait_us + service_us,
+                    wait_p95_us,
+                    p95_us: wait_p95_us + service_us,
+                })
+            }
+            _ => None,
+        };
     }
     out
 }
@@ -261,5 +319,54 @@ mod tests {
         assert!(out[N].unwrap().mean_wait_us > out[RT].unwrap().mean_wait_us);
         let lighter = predict(&[ClassLoad::IDLE, load[N], load[RT]]);
         assert!(lighter[N].unwrap().mean_wait_us < out[N].unwrap().mean_wait_us);
+    }
+
+    #[test]
+    fn wrr_mixes_the_two_strict_orders_and_conserves_work() {
+        use crate::arbiter::Weights;
+        let mut load = [ClassLoad::IDLE; 3];
+        load[RT] = ClassLoad::exponential(100.0, 1_000.0);
+        load[N] = ClassLoad::exponential(300.0, 1_000.0);
+        load[BE] = ClassLoad::exponential(300.0, 1_000.0);
+        let strict = predict(&load);
+        let weights = |normal, best_effort| Weights {
+            normal,
+            best_effort,
+        };
+        // Equal weights, equal loads: the two classes wait alike.
+        let even = predict_wrr(&load, weights(1, 1));
+        close(
+            even[N].unwrap().mean_wait_us,
+            even[BE].unwrap().mean_wait_us,
+        );
+        // 4:1: Normal waits longer than under strict priority, BestEffort
+        // shorter, RealTime the same; 4/5 of the way to strict priority.
+        let wrr = predict_wrr(&load, weights(4, 1));
+        let flipped = cobham(
+            &load,
+            [Priority::RealTime, Priority::BestEffort, Priority::Normal],
+        );
+        close(
+            wrr[RT].unwrap().mean_wait_us,
+            strict[RT].unwrap().mean_wait_us,
+        );
+        assert!(wrr[N].unwrap().mean_wait_us > strict[N].unwrap().mean_wait_us);
+        assert!(wrr[BE].unwrap().mean_wait_us < strict[BE].unwrap().mean_wait_us);
+        close(
+            wrr[N].unwrap().mean_wait_us,
+            0.8 * strict[N].unwrap().mean_wait_us + 0.2 * flipped[N].unwrap().mean_wait_us,
+        );
+        // Kleinrock's conservation law holds for the mix as for either order.
+        let conserved = |out: &[Option<ClassLatency>; 3]| {
+            [RT, N, BE]
+                .iter()
+                .map(|&k| load[k].utilization() * out[k].unwrap().mean_wait_us)
+                .sum::<f32>()
+        };
+        close(conserved(&wrr), conserved(&strict));
+        close(conserved(&even), conserved(&strict));
+        // A class unstable in either order has no figures.
+        load[BE] = ClassLoad::exponential(650.0, 1_000.0);
+        assert_eq!(predict_wrr(&load, weights(4, 1))[N], None);
     }
 }

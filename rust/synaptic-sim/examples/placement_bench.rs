@@ -24,8 +24,8 @@
 //!
 //! Per policy and load it prints throughput, per-class mean and p99
 //! latency, drops, device utilisation, and the latency model's
-//! ([`synaptic_runtime::latency`]) predicted mean per class against the
-//! measured one. The model is applied per device with each class's
+//! ([`synaptic_runtime::latency::predict_wrr`], with the scheduler's WRR
+//! weights) predicted mean per class against the measured one. The model is applied per device with each class's
 //! arrivals split by where the placement actually sent them (measured), and
 //! its per-device means are combined weighted by that split.
 
@@ -35,7 +35,7 @@ use std::io::Write;
 use synaptic_abi::Priority;
 use synaptic_runtime::arena::{DType, TensorMeta, TensorRef};
 use synaptic_runtime::device::{Device, DeviceMask, Policy};
-use synaptic_runtime::latency::{predict, ClassLoad};
+use synaptic_runtime::latency::{predict_wrr, ClassLoad};
 use synaptic_runtime::npu::{
     stub_output, NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState,
     StubNpu,
@@ -404,7 +404,11 @@ fn run(policy: Policy, load: f64) -> Run {
             };
         }
     }
-    let predicted = [predict(&device_load[0]), predict(&device_load[1])];
+    let weights = synaptic_runtime::arbiter::DEFAULT_WEIGHTS;
+    let predicted = [
+        predict_wrr(&device_load[0], weights),
+        predict_wrr(&device_load[1], weights),
+    ];
 
     let mut class = [ClassFigures::default(); 3];
     for c in CLASSES {
