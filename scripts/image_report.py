@@ -188,6 +188,9 @@ def component(symbol: str, file: str) -> str:
         return "synaptic C"
     if archive == "libapp.a":
         return "application C"
+    if ".ltrans" in file:
+        # CONFIG_LTO: the C sources the link optimised together.
+        return "C after link-time optimisation (kernel, arch, drivers, libc)"
     if "zephyr_final" in file or "zephyr_pre" in file or "offsets" in file:
         return "zephyr generated (isr tables, ...)"
     if archive.startswith("libsubsys__"):

@@ -126,3 +126,9 @@ def test_budget_line_is_a_check_only_when_enforced(monkeypatch):
     assert ir.budget_line("frdm: a/cpu1", 16_384)[1] == 1
     line, verdict = ir.budget_line("frdm: a/cpu1", 16_385)
     assert verdict == -1 and line.lstrip().startswith("FAIL")
+
+
+def test_components_of_c_archives_and_link_time_optimised_objects():
+    assert ir.component("k_sem_give", "zephyr/kernel/libkernel.a(sem.c.obj)") == "zephyr kernel"
+    assert ir.component("memcpy", "zephyr/lib/libc/minimal/liblib__libc__minimal.a(string.c.obj)") == "libc"
+    assert ir.component("z_cstart", "/tmp/ccjW3T5S.ltrans0.ltrans.o").startswith("C after link-time")
