@@ -36,8 +36,13 @@ FPU_INSN = re.compile(r"\tv(ldr|str|mov|add|sub|mul|div|cmp|cvt|push|pop|abs|neg
 # Flash budget of a CPU1 image (issue: the client may cost the application
 # core's flash bank at most this much).
 CPU1_FLASH_BUDGET = 16 * 1024
-# CPU1 images (short names as printed) whose budget line is a check.
-BUDGET_ENFORCED: frozenset[str] = frozenset()
+# CPU1 images (short names as printed) whose budget line is a check: they
+# met the budget, and must not grow past it again. The AN521 stand-in's
+# dual_model client did (16,332 B); the FRDM's is still over (its SoC's
+# larger interrupt tables and drivers), a line until it meets it too.
+BUDGET_ENFORCED: frozenset[str] = frozenset({
+    "mps2_an521_cpu0: sample.synaptic.dual_model/dual_model_cpu1",
+})
 # How many components and symbols each image lists.
 TOP_COMPONENTS = 14
 TOP_SYMBOLS = 12
