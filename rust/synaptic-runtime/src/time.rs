@@ -138,9 +138,73 @@ impl<C: Clock> Clock for TurnClock<C> {
     }
 }
 
+/// Whole milliseconds in `us` microseconds, rounded down: `us / 1000`
+/// without a 64-bit division. Thumb has no divide instruction for 64-bit
+/// operands, so `/ 1000` on a `u64` links the compiler's `__aeabi_uldivmod`
+/// and `__udivmoddi4` (about 800 bytes on the application core); this is the
+/// multiply-high a 64-bit target's compiler emits for the same division
+/// (`us / 8 * ceil(2^68 / 125) / 2^68`), exact for every `u64`.
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::time::micros_to_millis;
+/// assert_eq!(micros_to_millis(1_999), 1);
+/// assert_eq!(micros_to_millis(u64::MAX), u64::MAX / 1000);
+/// ```
+pub const fn micros_to_millis(us: u64) -> u64 {
+    (((us >> 3) as u128 * 0x20C4_9BA5_E353_F7CF) >> 68) as u64
+}
+
+/// Whole milliseconds in `us` microseconds, rounded up (`us.div_ceil(1000)`
+/// without a 64-bit division, see [`micros_to_millis`]).
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::time::micros_to_millis_ceil;
+/// assert_eq!(micros_to_millis_ceil(1_001), 2);
+/// assert_eq!(micros_to_millis_ceil(2_000), 2);
+/// ```
+pub const fn micros_to_millis_ceil(us: u64) -> u64 {
+    let ms = micros_to_millis(us);
+    ms + (us - ms * 1000 != 0) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn millis_match_the_division_everywhere() {
+        let mut x: u64 = 0x5359_4E33;
+        let edges = [
+            0,
+            1,
+            7,
+            8,
+            999,
+            1_000,
+            1_001,
+            1_999,
+            2_000,
+            u64::MAX / 1000 * 1000,
+            u64::MAX - 1,
+            u64::MAX,
+            u64::from(u32::MAX) * 1000 + 999,
+        ];
+        let randoms = (0..100_000).map(|_| {
+            // xorshift64: values across the whole range, every bit length.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> (x % 64)
+        });
+        for us in edges.into_iter().chain(randoms) {
+            assert_eq!(micros_to_millis(us), us / 1000, "{us}");
+            assert_eq!(micros_to_millis_ceil(us), us.div_ceil(1000), "{us}");
+        }
+    }
 
     #[test]
     fn fake_clock_moves_only_when_told() {

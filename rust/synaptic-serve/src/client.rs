@@ -72,7 +72,7 @@ use synaptic_abi::{
 use synaptic_ipc::{Doorbell, IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::registry::ModelHandle;
-use synaptic_runtime::time::Clock;
+use synaptic_runtime::time::{micros_to_millis, micros_to_millis_ceil, Clock};
 
 use crate::lock::LocalLock;
 use crate::protocol::{self, first_id_after_restart, is_after, mask_holds};
@@ -266,7 +266,7 @@ fn deadline_ms(deadline: Deadline) -> u32 {
     match deadline {
         Deadline::Never => NO_DEADLINE,
         // Never NO_DEADLINE itself: one millisecond early at worst.
-        Deadline::At(at) => ((at / 1000) as u32).min(NO_DEADLINE - 1),
+        Deadline::At(at) => (micros_to_millis(at) as u32).min(NO_DEADLINE - 1),
     }
 }
 
@@ -1016,7 +1016,7 @@ where
                 if now >= at {
                     return None;
                 }
-                let ms = (at - now).div_ceil(1000);
+                let ms = micros_to_millis_ceil(at - now);
                 Some(Timeout::Millis(u32::try_from(ms).unwrap_or(u32::MAX)))
             }
         }
@@ -1086,7 +1086,7 @@ where
     /// With [`ClientConfig::swept`], the platform calls this periodically
     /// (from a thread, not an ISR).
     pub fn expire_sleepers(&self) {
-        let now_ms = (self.clock.now_us() / 1000) as u32;
+        let now_ms = micros_to_millis(self.clock.now_us()) as u32;
         for waiter in self.slots.iter().chain(core::iter::once(&self.ping)) {
             // Ordering: SeqCst pairs with the caller's registration.
             if !waiter.sleeping.load(Ordering::SeqCst) {

@@ -27,7 +27,7 @@ use static_cell::StaticCell;
 use synaptic_abi::Direction;
 use synaptic_ipc::{Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
-use synaptic_runtime::time::Clock;
+use synaptic_runtime::time::{micros_to_millis, Clock};
 use synaptic_serve::boot::{self, AttachError};
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::{Client, ClientError, Pong, SemLock};
@@ -185,7 +185,7 @@ fn remaining(start_us: u64, timeout: Timeout) -> Timeout {
         Timeout::Forever => Timeout::Forever,
         Timeout::NoWait => Timeout::NoWait,
         Timeout::Millis(ms) => {
-            let spent_ms = ZephyrClock.now_us().saturating_sub(start_us) / 1000;
+            let spent_ms = micros_to_millis(ZephyrClock.now_us().saturating_sub(start_us));
             match u64::from(ms).checked_sub(spent_ms) {
                 Some(left) if left > 0 => Timeout::Millis(left as u32),
                 _ => Timeout::NoWait,

@@ -13,6 +13,19 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![allow(unexpected_cfgs)]
 
+/// `zephyr::printkln!` where the build has printk; where it has none
+/// (`CONFIG_PRINTK=n`, as on a CPU1 without a console, where it saves the
+/// formatter and `cbvprintf`) nothing is printed, and the arguments are still
+/// type-checked.
+macro_rules! printkln {
+    ($($arg:tt)*) => {{
+        #[cfg(CONFIG_PRINTK)]
+        zephyr::printkln!($($arg)*);
+        #[cfg(not(CONFIG_PRINTK))]
+        let _ = format_args!($($arg)*);
+    }};
+}
+
 pub mod an521;
 #[cfg(feature = "capi")]
 pub mod capi;

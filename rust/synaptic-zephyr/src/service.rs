@@ -62,7 +62,6 @@ use synaptic_runtime::sched::Scheduler;
 use synaptic_runtime::time::TurnClock;
 use synaptic_serve::boot::{boot_cpu1, BootPlatform, BootReport, Budgets, Down, Link};
 use synaptic_serve::{Intake, Runtime, ServeStats, Server, SharedRegion, SharedSender, SlotLedger};
-use zephyr::printkln;
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};

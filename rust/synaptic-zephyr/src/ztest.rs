@@ -188,13 +188,13 @@ pub fn run_case(case: fn() -> Outcome) {
     match case() {
         Ok(()) => {}
         Err(failure @ (Failure::Check { .. } | Failure::NotEqual { .. })) => {
-            zephyr::printkln!("\n    Assertion failed at {}", failure);
+            printkln!("\n    Assertion failed at {}", failure);
             // SAFETY: called from the ztest case thread during the test phase,
             // where ztest_test_fail() marks the case failed and ends the thread.
             unsafe { ztest_test_fail() };
         }
         Err(Failure::Skip(why)) => {
-            zephyr::printkln!("    skipped: {}", why);
+            printkln!("    skipped: {}", why);
             // SAFETY: as above; ztest_test_skip() marks the case skipped.
             unsafe { ztest_test_skip() };
         }

@@ -1,0 +1,134 @@
+"""scripts/image_report.py over hand-made linker-map, readelf and nm text:
+input sections land in the right component with the right flash/RAM split,
+Rust paths name their crate, and the CPU1 budget line is a check only where
+it is enforced."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import image_report as ir  # noqa: E402
+
+RUSTAPP = "rust/target/thumbv8m.main-none-eabi/release/librustapp.a"
+MAP = f"""\
+Archive member included to satisfy reference by file (symbol)
+
+zephyr/kernel/libkernel.a(sem.c.obj)
+                              app/libapp.a(main.c.obj) (k_sem_give)
+
+Linker script and memory map
+
+LOAD zephyr/kernel/libkernel.a
+
+text            0x0038b1c0     0x1000
+ .text          0x0038b1c0       0x30 gcc/thumb/nofp/libgcc.a(_udivmoddi4.o)
+                0x0038b1c0                __udivmoddi4
+ .text.z_impl_k_sem_give
+                0x0038b1f0       0x54 zephyr/kernel/libkernel.a(sem.c.obj)
+                0x0038b1f0                z_impl_k_sem_give
+ .text.z_cbvprintf_impl
+                0x0038b244      0x774 zephyr/libzephyr.a(cbprintf_complete.c.obj)
+                0x0038b244                z_cbvprintf_impl
+ .text._ZN14synaptic_serve6client19Client$LT$_$C$D$GT$8dispatch17hc3497c135cb23957E
+                0x0038b9b8      0x690 {RUSTAPP}(rustapp-6538.rustapp.da5d-cgu.0.rcgu.o)
+ .text._ZN42_$LT$u32$u20$as$u20$core..fmt..Display$GT$3fmt17h0123456789abcdefE
+                0x0038c048       0xdc {RUSTAPP}(rustapp-6538.rustapp.da5d-cgu.0.rcgu.o)
+ .text.memcpy   0x0038c124       0x40 {RUSTAPP}(compiler_builtins-66ec.compiler_builtins.3bc1-cgu.167.rcgu.o)
+                0x0038c124                memcpy
+ .text.rust_main
+                0x0038c164       0x20 app/libapp.a(main.c.obj)
+                0x0038c164                rust_main
+                [!provide]                        PROVIDE (__etext = .)
+
+datas           0x28058000       0x28 load address 0x00392050
+ .data.curr_tick
+                0x28058000        0x8 zephyr/kernel/libkernel.a(timeout.c.obj)
+
+bss             0x28058030      0x600
+ .bss._ZN15synaptic_zephyr6client8dispatch5STACK17h0000000000000001E
+                0x28058030      0x600 {RUSTAPP}(rustapp-6538.rustapp.da5d-cgu.0.rcgu.o)
+
+.debug_info     0x00000000     0x9999
+ .debug_info    0x00000000     0x9999 zephyr/kernel/libkernel.a(sem.c.obj)
+"""
+
+READELF_S = """\
+  [ 2] text              PROGBITS        0038b1c0 0002b4 001000 00  AX  0   0  4
+  [10] datas             PROGBITS        28058000 007144 000028 00  WA  0   0  4
+  [14] .debug_info       PROGBITS        00000000 0087d0 009999 00      0   0  1
+  [26] bss               NOBITS          28058030 007178 000600 00  WA  0   0  8
+"""
+SEGMENTS = [(0x0038b000, 0x0038b000, 0x7050, 0x7050), (0x28058000, 0x00392050, 0x2c, 0x2c),
+            (0x28058030, 0x28058030, 0, 0x2890)]
+
+NM = """\
+0038c124 00000040 T memcpy
+0038b9b8 00000690 t synaptic_serve::client::Client<_,D>::dispatch
+28058030 00000600 b synaptic_zephyr::client::dispatch::STACK
+0038b244 00000774 T z_cbvprintf_impl
+"""
+
+
+def test_demangles_legacy_rust_paths_without_the_hash():
+    assert ir.demangle("_ZN42_$LT$u32$u20$as$u20$core..fmt..Display$GT$3fmt17h0123456789abcdefE") \
+        == "<u32 as core::fmt::Display>::fmt"
+    assert ir.demangle("_ZN14synaptic_serve6client19Client$LT$_$C$D$GT$8dispatch17hc3497c135cb23957E") \
+        == "synaptic_serve::client::Client<_,D>::dispatch"
+    assert ir.demangle("z_impl_k_sem_give") == "z_impl_k_sem_give"
+
+
+def test_rust_crate_is_the_first_path_segment():
+    assert ir.rust_crate("synaptic_serve::client::Client<_,D>::dispatch") == "synaptic_serve"
+    assert ir.rust_crate("<u32 as core::fmt::Display>::fmt") == "core"
+    assert ir.rust_crate("<synaptic_abi::Message as core::fmt::Debug>::fmt") == "synaptic_abi"
+    assert ir.rust_crate("memcpy") is None
+
+
+def test_parses_input_sections_on_one_or_two_lines_after_the_memory_map():
+    sections = ir.parse_map(MAP)
+    names = [(out, name, size) for out, name, size, _, _ in sections]
+    assert ("text", ".text", 0x30) in names
+    assert ("text", ".text.z_impl_k_sem_give", 0x54) in names
+    assert ("text", ".text.memcpy", 0x40) in names
+    assert ("bss", ".bss._ZN15synaptic_zephyr6client8dispatch5STACK17h0000000000000001E", 0x600) in names
+    # The archive-member table before the memory map is not read.
+    assert all(not n.startswith("(") for _, n, _ in names)
+    symbols = {name: syms for _, name, _, _, syms in sections}
+    assert symbols[".text.z_impl_k_sem_give"] == ["z_impl_k_sem_give"]
+    assert symbols[".text.rust_main"] == ["rust_main"]  # PROVIDE lines are not symbols
+
+
+def test_breakdown_by_component_with_flash_and_ram():
+    classes = ir.section_classes(READELF_S, SEGMENTS)
+    assert classes == {"text": (True, False), "datas": (True, True), "bss": (False, True)}
+    totals = ir.breakdown(ir.parse_map(MAP), classes)
+    assert totals["libgcc (compiler builtins)"] == [0x30, 0]
+    assert totals["zephyr kernel"] == [0x54 + 0x8, 0x8]          # .data: flash and RAM
+    assert totals["zephyr lib (printk, cbprintf, heap, ...)"] == [0x774, 0]
+    assert totals["rust synaptic_serve"] == [0x690, 0]
+    assert totals["rust core"] == [0xdc, 0]
+    assert totals["rust compiler_builtins"] == [0x40, 0]          # #[no_mangle]: by object
+    assert totals["rust synaptic_zephyr"] == [0, 0x600]
+    assert totals["application C"] == [0x20, 0]
+    assert sum(f for f, _ in totals.values()) == 0x30 + 0x54 + 0x774 + 0x690 + 0xdc + 0x40 + 0x20 + 0x8
+    assert not any(".debug" in c for c in totals)
+
+
+def test_top_symbols_largest_first():
+    top = ir.top_symbols(NM, 2)
+    assert top == [(0x774, "T", "z_cbvprintf_impl"),
+                   (0x690, "t", "synaptic_serve::client::Client<_,D>::dispatch")]
+
+
+def test_budget_line_is_a_check_only_when_enforced(monkeypatch):
+    line, verdict = ir.budget_line("frdm: a/cpu1", 30_064)
+    assert verdict == 0 and "13,680 B over the 16 KB budget" in line
+    monkeypatch.setattr(ir, "BUDGET_ENFORCED", frozenset({"frdm: a/cpu1"}))
+    assert ir.budget_line("frdm: a/cpu1", 16_384)[1] == 1
+    line, verdict = ir.budget_line("frdm: a/cpu1", 16_385)
+    assert verdict == -1 and line.lstrip().startswith("FAIL")
+
+
+def test_components_of_c_archives_and_link_time_optimised_objects():
+    assert ir.component("k_sem_give", "zephyr/kernel/libkernel.a(sem.c.obj)") == "zephyr kernel"
+    assert ir.component("memcpy", "zephyr/lib/libc/minimal/liblib__libc__minimal.a(string.c.obj)") == "libc"
+    assert ir.component("z_cstart", "ccjW3T5S.ltrans0.ltrans.o").startswith("C after link-time")
