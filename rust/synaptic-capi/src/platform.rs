@@ -73,7 +73,7 @@ pub unsafe trait Platform {
     /// `CONFIG_SYNAPTIC_WRR_*_WEIGHT`). Weights of 0 are refused and the
     /// defaults kept.
     fn scheduling() -> Scheduling {
-        Scheduling::DEFAULT
+        Scheduling::default()
     }
 }
 
@@ -86,12 +86,14 @@ pub struct Scheduling {
     pub weights: Weights,
 }
 
-impl Scheduling {
-    /// The runtime's defaults: NPU only, weights 4:1.
-    pub const DEFAULT: Scheduling = Scheduling {
-        policy: Policy::NpuOnly,
-        weights: DEFAULT_WEIGHTS,
-    };
+/// The runtime's defaults: NPU only, weights 4:1.
+impl Default for Scheduling {
+    fn default() -> Self {
+        Scheduling {
+            policy: Policy::NpuOnly,
+            weights: DEFAULT_WEIGHTS,
+        }
+    }
 }
 
 /// Binds a [`Platform`] implementation to the C API. Use once, in the crate
