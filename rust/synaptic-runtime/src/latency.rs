@@ -126,6 +126,21 @@ pub struct ClassLatency {
     pub p95_us: f32,
 }
 
+impl ClassLatency {
+    /// The figures of a class whose mean wait is `mean_wait_us` on a device
+    /// busy `busy` of the time (p95 by [`wait_quantile_us`]), service
+    /// `service_us` on average.
+    fn new(mean_wait_us: f32, busy: f32, service_us: f32) -> ClassLatency {
+        let wait_p95_us = wait_quantile_us(mean_wait_us, busy.min(1.0), P95);
+        ClassLatency {
+            mean_wait_us,
+            mean_us: mean_wait_us + service_us,
+            wait_p95_us,
+            p95_us: wait_p95_us + service_us,
+        }
+    }
+}
+
 /// The `q` quantile of a wait with mean `mean_wait_us` when an arrival
 /// waits with probability `busy` (exponential tail, see the module
 /// documentation).
@@ -176,13 +191,7 @@ fn cobham(
         let through = above + l.utilization();
         if through < 1.0 {
             let mean_wait_us = residual / ((1.0 - above) * (1.0 - through));
-            let wait_p95_us = wait_quantile_us(mean_wait_us, busy.min(1.0), P95);
-            out[class.index()] = Some(ClassLatency {
-                mean_wait_us,
-                mean_us: mean_wait_us + l.service_us,
-                wait_p95_us,
-                p95_us: wait_p95_us + l.service_us,
-            });
+            out[class.index()] = Some(ClassLatency::new(mean_wait_us, busy, l.service_us));
         }
         above = through;
     }
@@ -218,17 +227,11 @@ pub fn predict_wrr(
     for class in [Priority::Normal, Priority::BestEffort] {
         let i = class.index();
         out[i] = match (normal_first[i], best_effort_first[i]) {
-            (Some(a), Some(z)) => {
-                let mean_wait_us = p * a.mean_wait_us + (1.0 - p) * z.mean_wait_us;
-                let wait_p95_us = wait_quantile_us(mean_wait_us, busy.min(1.0), P95);
-                let service_us = load[i].service_us;
-                Some(ClassLatency {
-                    mean_wait_us,
-                    mean_us: mean_wait_us + service_us,
-                    wait_p95_us,
-                    p95_us: wait_p95_us + service_us,
-                })
-            }
+            (Some(a), Some(z)) => Some(ClassLatency::new(
+                p * a.mean_wait_us + (1.0 - p) * z.mean_wait_us,
+                busy,
+                load[i].service_us,
+            )),
             _ => None,
         };
     }
