@@ -28,6 +28,7 @@ use synaptic_ring::{Consumer, Producer};
 use synaptic_zephyr::doorbell::{self, PeerDoorbell};
 use synaptic_zephyr::sync::KernelSemaphore;
 use synaptic_zephyr::{an521, platform};
+use zephyr::time::{now, sleep, Duration};
 use zephyr::{printkln, raw};
 
 /// Slots per ring (Kconfig; devicetree must agree).
@@ -40,7 +41,7 @@ const CYCLES_PER_SEC: u64 = zephyr::kconfig::CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC 
 /// CPU1 boots and attaches meanwhile) before it calls CPU1 stalled.
 const REQUEST_TIMEOUT_MS: u32 = 2000;
 /// How long CPU0 waits for CPU1's report after the last answer.
-const REPORT_TIMEOUT_MS: i64 = 2000;
+const REPORT_TIMEOUT_MS: u64 = 2000;
 /// Attempts to push an answer while the ring is full (1 ms apart).
 const REPLY_ATTEMPTS: u32 = 1000;
 
@@ -89,16 +90,6 @@ fn cycles() -> u64 {
 
 fn micros(cycles: u64) -> u64 {
     cycles * 1_000_000 / CYCLES_PER_SEC
-}
-
-fn uptime_ms() -> i64 {
-    // SAFETY: plain kernel call.
-    unsafe { raw::k_uptime_get() }
-}
-
-fn sleep_ms(ms: i32) {
-    // SAFETY: plain kernel call.
-    unsafe { raw::k_msleep(ms) };
 }
 
 #[no_mangle]
@@ -272,7 +263,7 @@ fn reply(
         match sender.reply(answer) {
             Err(IpcError::Full) => {
                 *retries += 1;
-                sleep_ms(1);
+                sleep(Duration::millis_at_least(1));
             }
             done => return done,
         }
@@ -281,15 +272,15 @@ fn reply(
 }
 
 fn wait_for_report(region: &Region) -> Option<Cpu1Counts> {
-    let start = uptime_ms();
+    let start = now();
     loop {
         if let Some(counts) = region.report().counts() {
             return Some(counts);
         }
-        if uptime_ms() - start > REPORT_TIMEOUT_MS {
+        if now() - start > Duration::millis_at_least(REPORT_TIMEOUT_MS) {
             return None;
         }
-        sleep_ms(1);
+        sleep(Duration::millis_at_least(1));
     }
 }
 

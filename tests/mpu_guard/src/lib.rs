@@ -6,12 +6,12 @@
 //! and the real counters run in `tests/service`.)
 #![no_std]
 
-use zephyr::raw;
+use zephyr::time::now;
 
 /// Requests a CPU1 at 20 Hz would have had served after `uptime_ms`.
-const SERVED_PERIOD_MS: i64 = 50;
+const SERVED_PERIOD_MS: u64 = 50;
 /// STATUS_REQ heartbeats a CPU1 at 1 Hz would have had answered.
-const STATUS_PERIOD_MS: i64 = 1000;
+const STATUS_PERIOD_MS: u64 = 1000;
 
 /// Progress counters of a simulated serving layer.
 ///
@@ -21,11 +21,10 @@ const STATUS_PERIOD_MS: i64 = 1000;
 /// write.
 #[no_mangle]
 pub unsafe extern "C" fn syn_service_progress(served: *mut u32, status_answered: *mut u32) {
-    // SAFETY: k_uptime_get only reads the kernel clock; any thread may call it.
-    let now = unsafe { raw::k_uptime_get() };
+    let uptime_ms = now().duration_since_epoch().to_millis();
     // Truncation is the counters' wrap-around, as with real counters.
-    let served_now = (now / SERVED_PERIOD_MS) as u32;
-    let status_now = (now / STATUS_PERIOD_MS) as u32;
+    let served_now = (uptime_ms / SERVED_PERIOD_MS) as u32;
+    let status_now = (uptime_ms / STATUS_PERIOD_MS) as u32;
     // SAFETY: the caller passes null or a pointer valid for a u32 write.
     if let Some(out) = unsafe { served.as_mut() } {
         *out = served_now;

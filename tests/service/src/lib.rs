@@ -18,9 +18,10 @@ use synaptic_serve::boot::{BootPlatform, Budgets, Down, Link};
 use synaptic_zephyr::service::{self, Options};
 use synaptic_zephyr::status::STATUS;
 use zephyr::printkln;
+use zephyr::time::{now, sleep, Duration};
 
 /// How long CPU1's whole program may take (emulated).
-const REPORT_TIMEOUT_MS: i64 = 240_000;
+const REPORT_TIMEOUT_MS: u64 = 240_000;
 
 extern "C" {
     fn syn_mpu_test_run(line: *mut c_char, len: usize) -> c_int;
@@ -28,16 +29,6 @@ extern "C" {
     fn shell_execute_cmd(sh: *const c_void, cmd: *const c_char) -> c_int;
     fn shell_backend_dummy_get_output(sh: *const c_void, size: *mut usize) -> *const c_char;
     fn shell_backend_dummy_clear_output(sh: *const c_void);
-}
-
-fn sleep_ms(ms: i32) {
-    // SAFETY: plain kernel call from thread context.
-    unsafe { zephyr::raw::k_msleep(ms) };
-}
-
-fn uptime_ms() -> i64 {
-    // SAFETY: plain kernel call.
-    unsafe { zephyr::raw::k_uptime_get() }
 }
 
 /// Run `cmd` on the dummy shell and print its output, each line prefixed;
@@ -64,7 +55,7 @@ fn shell(cmd: &CStr, expect: &str) -> (c_int, bool) {
         if !blank || attempts >= 100 {
             break (rc, text);
         }
-        sleep_ms(10);
+        sleep(Duration::millis_at_least(10));
     };
     let text = text.to_str().unwrap_or("<not UTF-8>");
     if text.trim().is_empty() {
@@ -175,11 +166,11 @@ fn run() -> Verdict {
         if shell_ok { "ok" } else { "FAILED" }
     );
 
-    let start = uptime_ms();
+    let start = now();
     // CPU0's shell must answer while CPU1 floods it (looked at every 20 ms).
     let mut shell_in_flood = None;
     while !report.done() && report.get(Word::Stopped) == 0 {
-        if uptime_ms() - start > REPORT_TIMEOUT_MS {
+        if now() - start > Duration::millis_at_least(REPORT_TIMEOUT_MS) {
             printkln!(
                 "service test: CPU1 did not finish within {} ms",
                 REPORT_TIMEOUT_MS
@@ -190,7 +181,7 @@ fn run() -> Verdict {
             let (rc, found) = shell(c"syn ipc status", "floods");
             shell_in_flood = Some(rc == 0 && found);
         }
-        sleep_ms(20);
+        sleep(Duration::millis_at_least(20));
     }
     let w = |word| report.get(word);
     let errno = |word| w(word) as i32;
