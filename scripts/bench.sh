@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Set up what is missing, then build and run the offload benchmark
-# (tests/offload_bench) on the emulated dual core (mps2/an521, both images
-# in one QEMU with -icount, so every figure is deterministic emulated
-# k_cycle_get_32 ticks), and write its table and plots with
-# scripts/bench_report.py:
+# Set up what is missing, then run every benchmark and write its tables and
+# plots to one folder. First the offload benchmark (tests/offload_bench) on
+# the emulated dual core (mps2/an521, both images in one QEMU with -icount,
+# so every figure is deterministic emulated k_cycle_get_32 ticks), its
+# table and plots by scripts/bench_report.py; then the interpreter, the
+# placement benchmark, the ring's cost and the images' footprint:
 #
 #   <out>/console.txt   what CPU0 printed
 #   <out>/bench.md      the table (also printed)
@@ -12,8 +13,19 @@
 #                       host callgrind instructions per inference, ours vs
 #                       TFLite's reference kernels and the ratio; emulated
 #                       an521 cycles per inference and per MAC; arena
+#   <out>/placement.md  the placement benchmark (scripts/placement-bench.sh)
+#                       with placement_throughput.png, placement_p99.png,
+#                       placement_model.png
+#   <out>/ring.txt      the ring's push/pop cost beside heapless's queue and
+#                       k_msgq (tests/ipc on qemu_cortex_m3, emulated cycles)
+#   <out>/footprint.txt scripts/image_report.py over dual_model (AN521 and
+#                       FRDM-MCXN947) and hello_inference (qemu_cortex_m3)
+#   <out>/results.md    one table: these figures next to the paper's and the
+#                       peers' (scripts/results_report.py)
 #
 #   scripts/bench.sh [output directory]      (default: build/bench)
+#
+# About 40 minutes on two cores: every image is built pristine.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -46,3 +58,36 @@ python3 "$root/scripts/bench_report.py" "$out/console.txt" "$out"
 # kernels, emulated cycles on mps2/an521, arena (<out>/tflite.md).
 echo
 "$root/scripts/tflite-bench.sh" "$out"
+
+echo
+"$root/scripts/placement-bench.sh" "$out"
+
+# The ring against its peers, in one emulated run.
+echo
+west build -p always -b qemu_cortex_m3 -d "$out/build-ring" "$root/tests/ipc" \
+    -- -DZEPHYR_EXTRA_MODULES="$root" >"$out/build-ring.log" 2>&1 ||
+    { tail -n 40 "$out/build-ring.log"; echo "bench: ring build failed"; exit 1; }
+"$root/scripts/run_until.py" --timeout 600 \
+    --pass "PROJECT EXECUTION SUCCESSFUL" --fail "PROJECT EXECUTION FAILED|FATAL ERROR" \
+    -- west build -d "$out/build-ring" -t run >"$out/ring-console.txt" 2>&1 ||
+    { tail -n 40 "$out/ring-console.txt"; echo "bench: ring run failed"; exit 1; }
+grep -E " cost: |costs .*x the ring" "$out/ring-console.txt" | tee "$out/ring.txt"
+
+# Footprint: the images the paper's table has.
+echo
+: >"$out/footprint.txt"
+footprint() { # name board app [sysbuild]
+    local dir="$out/build-footprint/$1"
+    west build ${4:+--sysbuild} -p always -b "$2" -d "$dir" "$root/$3" \
+        -- -DZEPHYR_EXTRA_MODULES="$root" -DBOARD_ROOT="$root" >"$dir.log" 2>&1 ||
+        { tail -n 40 "$dir.log"; echo "bench: $3 for $2 failed to build"; exit 1; }
+    { echo "== $1"; python3 "$root/scripts/image_report.py" "$dir"; } >>"$out/footprint.txt"
+}
+mkdir -p "$out/build-footprint"
+footprint an521 mps2/an521/cpu0 samples/dual_model sysbuild
+footprint frdm frdm_mcxn947/mcxn947/cpu0 samples/dual_model sysbuild
+footprint hello qemu_cortex_m3 samples/hello_inference
+grep -E "^(== |  \S)" "$out/footprint.txt"
+
+echo
+python3 "$root/scripts/results_report.py" "$out"
