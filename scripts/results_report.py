@@ -17,7 +17,7 @@ import sys
 
 MISSING = "not measured"
 
-# (what, the paper's figure, the peer's figure)
+# The paper's figures (DESIGN.md's anchors), by row.
 PAPER = {
     "ring": "25 / 41 cycles (QEMU)",
     "status": "15 µs typical, 81 µs worst (hardware)",
@@ -47,7 +47,8 @@ def bench_rows(console: str) -> dict[str, list[int]]:
     return rows
 
 
-def ring(text: str) -> str:
+def ring(text: str) -> dict[str, tuple[str, str]]:
+    """Push and push+pop cost per queue name (first line of each name)."""
     costs = {}
     for name, push, both in re.findall(
             r"^(\S+(?: \S+)?) cost: push (\S+) cycles, pop \S+ cycles, push\+pop (\S+) cycles",
