@@ -193,9 +193,11 @@ pub struct PlacementQuery {
     pub predicted_us: [Option<u32>; 2],
     /// Predicted work already placed on each device and not finished,
     /// microseconds, by [`Device::index`]: the step in flight there, its
-    /// prediction less what it has run (at least 0). The NPU's "has run" is
-    /// the time since it started; a sliced CPU step's is the time of its
-    /// slices so far (it runs only when polled). 0 for an idle device.
+    /// prediction less what it has run (at least 0), plus the predictions
+    /// of the steps placed there and waiting for it that will run first
+    /// (of the step's class or a higher one). The NPU's "has run" is the
+    /// time since it started; a sliced CPU step's is the time of its slices
+    /// so far (it runs only when polled).
     pub backlog_us: [u64; 2],
     /// A fresh pseudo-random word per query (the scheduler's xorshift32,
     /// [`Scheduler::set_random_seed`](crate::sched::Scheduler::set_random_seed)).

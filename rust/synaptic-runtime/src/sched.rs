@@ -583,13 +583,14 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     fn place<N, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
         handle: ModelHandle,
+        priority: Priority,
         busy: Busy,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
         if env.cpu.is_none() {
             return Ok(Device::Npu);
         }
-        self.place_among(handle, busy, env)
+        self.place_among(handle, priority, busy, env)
     }
 
     /// [`Scheduler::place`] with a CPU device: ask the policy. Out of line,
@@ -598,6 +599,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     fn place_among<N, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
         handle: ModelHandle,
+        priority: Priority,
         busy: Busy,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
@@ -637,7 +639,34 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             }
             _ => 0,
         };
-        let backlogs = Device::ALL.map(backlog);
+        let mut backlogs = Device::ALL.map(backlog);
+        // Steps placed on a busy device and waiting for it are its work
+        // too, those that will run first: of this class or a higher one.
+        for s in self.slots.iter() {
+            let (Some((step, device)), Some(r)) = (s.placed, s.request.as_ref()) else {
+                continue;
+            };
+            if r.priority.index() < priority.index() {
+                continue;
+            }
+            let model = env
+                .pipelines
+                .runnable(r.pipeline)
+                .ok()
+                .and_then(|p| match p.steps().get(usize::from(step)) {
+                    Some(Step::Model(h)) => Some(*h),
+                    _ => None,
+                });
+            if let Some(us) = model.and_then(|h| {
+                env.registry
+                    .service_time(h, device)
+                    .ok()
+                    .and_then(|t| t.estimate_us())
+            }) {
+                let b = &mut backlogs[device.index()];
+                *b = b.saturating_add(u64::from(us));
+            }
+        }
         let query = PlacementQuery::new(handle.raw(), allowed, present, busy[0])
             .with_busy(Device::CpuInterpreter, busy[1])
             .with_prediction(Device::Npu, predicted(Device::Npu))
@@ -897,18 +926,32 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         }
     }
 
-    fn pick(&self) -> Option<Pick> {
+    /// The job to run next. A job whose model step waits for its busy
+    /// device is passed over: each device serves the jobs placed on it in
+    /// priority order, and one device's queue does not hold up the other
+    /// device or other jobs' stages.
+    fn pick(&self, busy: Busy) -> Option<Pick> {
         // Only a queued or running job can be picked.
         if self.runnable == 0 {
             return None;
         }
         let no_charge = |i| Some(Pick { i, charge: None });
+        let waits = |s: &Slot<'_>| {
+            s.placed.is_some_and(|(step, d)| {
+                let next = match s.state {
+                    State::Running { next, .. } => next,
+                    _ => 0,
+                };
+                step == next && busy[d.index()]
+            })
+        };
         if let Some(i) = self.current {
             let holds = self.slots[i]
                 .request
                 .as_ref()
                 .is_some_and(|r| !r.preemptible);
             match self.slots[i].state {
+                State::Running { .. } if holds && waits(&self.slots[i]) => return None,
                 State::Running { .. } if holds => return no_charge(i),
                 State::OnDevice { .. } if holds => return None,
                 _ => {}
@@ -935,6 +978,9 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 State::Queued => &mut queued,
                 State::Free | State::Finished(_) => continue,
             };
+            if waits(s) {
+                continue;
+            }
             let Some(r) = s.request.as_ref() else {
                 continue;
             };
@@ -1031,38 +1077,43 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         busy: Busy,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> Option<StepOutcome> {
-        let Pick { i, charge } = self.pick()?;
-        let id = self.id_of(i);
-        let pipeline_id = self.slots[i].request.as_ref()?.pipeline;
-        let next = match self.slots[i].state {
-            State::Running { next, .. } => next,
-            _ => 0,
-        };
         // A model step is placed when it is first picked: the answer says
         // whether it waits for a busy device and where it runs (a placement
         // error is reported when it runs). A step waiting for its device
-        // keeps that answer. With idle devices and no CPU device there is
-        // nothing to decide, and no lookup is made.
-        let placed = if busy[0] || busy[1] || env.cpu.is_some() {
-            let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
-                match p.steps().get(usize::from(next)) {
-                    Some(Step::Model(h)) => Some(*h),
-                    _ => None,
+        // keeps that answer, and the next pick passes it over; each turn
+        // places at most every job once, so this ends.
+        let (i, charge, next, pipeline_id, placed) = loop {
+            let Pick { i, charge } = self.pick(busy)?;
+            let request = self.slots[i].request.as_ref()?;
+            let (pipeline_id, priority) = (request.pipeline, request.priority);
+            let next = match self.slots[i].state {
+                State::Running { next, .. } => next,
+                _ => 0,
+            };
+            // With idle devices and no CPU device there is nothing to
+            // decide, and no lookup is made.
+            let placed = if busy[0] || busy[1] || env.cpu.is_some() {
+                let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
+                    match p.steps().get(usize::from(next)) {
+                        Some(Step::Model(h)) => Some(*h),
+                        _ => None,
+                    }
+                });
+                match (model, self.slots[i].placed) {
+                    (Some(_), Some((step, device))) if step == next => Some(Ok(device)),
+                    (model, _) => model.map(|h| self.place(h, priority, busy, env)),
                 }
-            });
-            match (model, self.slots[i].placed) {
-                (Some(_), Some((step, device))) if step == next => Some(Ok(device)),
-                (model, _) => model.map(|h| self.place(h, busy, env)),
+            } else {
+                None
+            };
+            match placed {
+                Some(Ok(device)) if busy[device.index()] => {
+                    self.slots[i].placed = Some((next, device));
+                }
+                _ => break (i, charge, next, pipeline_id, placed),
             }
-        } else {
-            None
         };
-        if let Some(Ok(device)) = placed {
-            if busy[device.index()] {
-                self.slots[i].placed = Some((next, device));
-                return None;
-            }
-        }
+        let id = self.id_of(i);
         self.slots[i].placed = None;
         if let Some(class) = charge {
             self.wrr.charge(class);
