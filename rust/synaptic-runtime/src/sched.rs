@@ -6,7 +6,10 @@
 //! * `RealTime` first (strict priority); `Normal` and `BestEffort` share
 //!   by weighted round robin, 4:1 by default ([`Scheduler::set_weights`],
 //!   [`crate::arbiter`], which states the starvation bound); FIFO
-//!   (submission order) within a class.
+//!   (submission order) within a class. With two devices this order holds
+//!   per device: a job whose model step waits for its busy device is
+//!   passed over, so it holds up neither the other device nor other jobs'
+//!   stages.
 //! * A job runs one step (a stage or the model) per [`Scheduler::step`].
 //!   Between steps the scheduler picks again, so a `RealTime` job arriving
 //!   while a *preemptible* job runs starts at the next stage boundary: its
@@ -649,14 +652,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             if r.priority.index() < priority.index() {
                 continue;
             }
-            let model = env
-                .pipelines
-                .runnable(r.pipeline)
-                .ok()
-                .and_then(|p| match p.steps().get(usize::from(step)) {
+            let model = env.pipelines.runnable(r.pipeline).ok().and_then(|p| {
+                match p.steps().get(usize::from(step)) {
                     Some(Step::Model(h)) => Some(*h),
                     _ => None,
-                });
+                }
+            });
             if let Some(us) = model.and_then(|h| {
                 env.registry
                     .service_time(h, device)
@@ -1029,7 +1030,9 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // the slice, so one that finished during it is fed in this turn.
         let (cpu_done, slice, npu_done) = if self.overlap {
             let (cpu_done, sliced) = self.collect(Device::CpuInterpreter, env);
-            let slice = sliced.then(|| self.in_flight(Device::CpuInterpreter)).flatten();
+            let slice = sliced
+                .then(|| self.in_flight(Device::CpuInterpreter))
+                .flatten();
             (cpu_done, slice, self.collect(Device::Npu, env).0)
         } else {
             (None, None, None)
@@ -1163,10 +1166,9 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // a CPU device that is not sliced runs the step here, to the end.
         let start_async = match (self.overlap, step, device) {
             (true, Step::Model(_), Device::Npu) => true,
-            (true, Step::Model(_), Device::CpuInterpreter) => env
-                .cpu
-                .as_deref()
-                .is_some_and(|c| c.capabilities().sliced),
+            (true, Step::Model(_), Device::CpuInterpreter) => {
+                env.cpu.as_deref().is_some_and(|c| c.capabilities().sliced)
+            }
             _ => false,
         };
         let at = StepAt {

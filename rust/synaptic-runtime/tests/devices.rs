@@ -317,12 +317,14 @@ fn overlap_runs_a_cpu_model_in_slices_while_the_npu_is_busy() {
     let mut stub = [0u8; 4];
     stub_output(SEED, s.raw(), yes, &mut stub);
     assert_eq!(out, stub);
-    drop(env);
     // The CPU step's time is its start's and its slices' (at least a tick
     // each), booked as interpreter time and learnt as its service time.
     let p = rig.profiler.last().unwrap();
     assert_eq!(p.interpreter_us, 0, "the last job ran on the NPU");
-    let t = rig.registry.service_time(h, Device::CpuInterpreter).unwrap();
+    let t = rig
+        .registry
+        .service_time(h, Device::CpuInterpreter)
+        .unwrap();
     assert_eq!(t.samples(), 1);
     assert!(t.estimate_us().unwrap() as usize >= operators * TICK_US as usize);
 }
@@ -369,7 +371,6 @@ fn an_npu_job_finishing_during_a_sliced_cpu_job_gets_the_next_started_at_once() 
     // its slices: the NPU was handed its next job without waiting for it.
     let order: Vec<JobId> = done_at.iter().map(|(j, _)| *j).collect();
     assert_eq!(order, [n1, n2, c], "{done_at:?}");
-    drop(env);
     assert_eq!(rig.npu.invoke_count(), 2);
     assert_eq!(cpu.invoke_count(), 1);
     let mut out = [0u8; 4];
@@ -398,7 +399,9 @@ fn a_cancelled_sliced_cpu_job_stops_and_the_device_runs_the_next() {
         )
         .unwrap();
     for _ in 0..3 {
-        assert!(matches!(sched.step(&mut env), StepOutcome::Ran { job, finished: false, .. } if job == c));
+        assert!(
+            matches!(sched.step(&mut env), StepOutcome::Ran { job, finished: false, .. } if job == c)
+        );
     }
     let busy = synaptic_runtime::npu::NpuState::Busy;
     assert_eq!(env.cpu.as_deref().unwrap().state(), busy);
@@ -426,9 +429,12 @@ fn a_cancelled_sliced_cpu_job_stops_and_the_device_runs_the_next() {
         out
     };
     assert_eq!(out.to_vec(), golden(GOLDEN_PERSON, "no_person"));
-    drop(env);
     assert_eq!(cpu.invoke_count(), 2);
-    assert_eq!(rig.profiler.summary().count, 1, "the cancelled job is not profiled");
+    assert_eq!(
+        rig.profiler.summary().count,
+        1,
+        "the cancelled job is not profiled"
+    );
 }
 
 /// Copies its input (a stage for the ordering test).
@@ -508,7 +514,10 @@ fn a_realtime_job_takes_the_cpu_at_the_stage_boundary_of_a_sliced_step() {
         assert_eq!(o, ran(n, 1, false), "{seen:?}");
         assert!(seen.len() < 20, "{seen:?}");
     }
-    assert!(matches!(sched.status(n), Ok(JobStatus::Running { next_step: 2 })));
+    assert!(matches!(
+        sched.status(n),
+        Ok(JobStatus::Running { next_step: 2 })
+    ));
     sched.wait(r, u64::MAX, &mut env).unwrap();
     let mut out = [0u8; 4];
     sched.get_result(r, &mut out).unwrap();
@@ -596,7 +605,10 @@ fn the_sliced_device_gives_the_synchronous_output_and_can_be_aborted() {
     static DONE: AtomicUsize = AtomicUsize::new(0);
     fn done(context: usize, result: Result<NpuRun, NpuError>) {
         // A failed run is told as 100 + context.
-        DONE.store(context + if result.is_ok() { 0 } else { 100 }, Ordering::SeqCst);
+        DONE.store(
+            context + if result.is_ok() { 0 } else { 100 },
+            Ordering::SeqCst,
+        );
     }
     let mut rig = Rig::new();
     let (h, _) = rig.model(&person(DeviceMask::CPU_INTERPRETER));
@@ -618,7 +630,10 @@ fn the_sliced_device_gives_the_synchronous_output_and_can_be_aborted() {
         cpu.set_input(&input).unwrap();
         cpu.invoke_async(done, 7).unwrap();
         assert_eq!(cpu.state(), NpuState::Busy);
-        assert_eq!(cpu.set_input(&input), Err(NpuError::WrongState(NpuState::Busy)));
+        assert_eq!(
+            cpu.set_input(&input),
+            Err(NpuError::WrongState(NpuState::Busy))
+        );
         let mut polls = 1;
         while !cpu.poll() {
             polls += 1;

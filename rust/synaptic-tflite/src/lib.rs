@@ -606,7 +606,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         }
         let len = self.model.tensor(t)?.byte_len();
         // Checked: a resumed plan is read back from the arena.
-        let start = self.activations.checked_add(r.offset as usize).ok_or(SHAPE)?;
+        let start = self
+            .activations
+            .checked_add(r.offset as usize)
+            .ok_or(SHAPE)?;
         Ok(start..start.checked_add(len).ok_or(SHAPE)?)
     }
 

@@ -173,7 +173,11 @@ fn sliced_runs_resumed_from_checkpoints_are_bit_exact() {
                 assert_eq!(done, checkpoint.is_done());
                 slices += 1;
             }
-            assert_eq!(slices, model.operator_count(), "{name}: one operator a slice");
+            assert_eq!(
+                slices,
+                model.operator_count(),
+                "{name}: one operator a slice"
+            );
             let mut resumed = Interpreter::resume(&model, &mut arena, checkpoint).unwrap();
             // Done: a further step runs nothing.
             assert!(resumed.step().unwrap());
