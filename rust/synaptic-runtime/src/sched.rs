@@ -1028,14 +1028,14 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // taken, the next step started (a freed device's next job first),
         // and the collected jobs are moved on. The NPU is collected after
         // the slice, so one that finished during it is fed in this turn.
-        let (cpu_done, slice, npu_done) = if self.overlap {
+        let (cpu_done, sliced, slice, npu_done) = if self.overlap {
             let (cpu_done, sliced) = self.collect(Device::CpuInterpreter, env);
             let slice = sliced
                 .then(|| self.in_flight(Device::CpuInterpreter))
                 .flatten();
-            (cpu_done, slice, self.collect(Device::Npu, env).0)
+            (cpu_done, sliced, slice, self.collect(Device::Npu, env).0)
         } else {
-            (None, None, None)
+            (None, false, None, None)
         };
         let busy = [
             self.overlap && env.npu.state() == NpuState::Busy,
@@ -1045,7 +1045,11 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     .as_deref()
                     .is_some_and(|c| c.state() == NpuState::Busy),
         ];
-        let ran = self.run_next(busy, env);
+        // A device freed during a slice starts its next step next turn:
+        // the caller first submits what arrived while the slice held the
+        // thread (a REALTIME job must not find it taken by an older one).
+        let held = [sliced && npu_done.is_some(), sliced && cpu_done.is_some()];
+        let ran = self.run_next(busy, held, env);
         let npu_advanced = npu_done.map(|c| self.advance(c, env));
         let cpu_advanced = cpu_done.map(|c| self.advance(c, env));
         // A slice that did not end its step is work done too: the caller
@@ -1075,18 +1079,21 @@ impl<'a, const J: usize> Scheduler<'a, J> {
 
     /// Run (or start on a device) the most urgent job's next step;
     /// `None` when nothing could run.
+    /// `held`: devices that may not start a step this turn although idle.
     fn run_next<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
         busy: Busy,
+        held: Busy,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> Option<StepOutcome> {
+        let blocked = [busy[0] || held[0], busy[1] || held[1]];
         // A model step is placed when it is first picked: the answer says
         // whether it waits for a busy device and where it runs (a placement
         // error is reported when it runs). A step waiting for its device
         // keeps that answer, and the next pick passes it over; each turn
         // places at most every job once, so this ends.
         let (i, charge, next, pipeline_id, placed) = loop {
-            let Pick { i, charge } = self.pick(busy)?;
+            let Pick { i, charge } = self.pick(blocked)?;
             let request = self.slots[i].request.as_ref()?;
             let (pipeline_id, priority) = (request.pipeline, request.priority);
             let next = match self.slots[i].state {
@@ -1110,7 +1117,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 None
             };
             match placed {
-                Some(Ok(device)) if busy[device.index()] => {
+                Some(Ok(device)) if blocked[device.index()] => {
                     self.slots[i].placed = Some((next, device));
                 }
                 _ => break (i, charge, next, pipeline_id, placed),

@@ -502,7 +502,8 @@ fn a_realtime_job_takes_the_cpu_at_the_stage_boundary_of_a_sliced_step() {
         )
         .unwrap();
     // The REALTIME job waits for the CPU (a model step is not cut), and
-    // starts in the very step the NORMAL job's model step ends: before
+    // starts in the step right after the NORMAL job's model step ends (a
+    // device freed by a slice is held for one turn, for arrivals): before
     // that job's next stage.
     let mut seen = Vec::new();
     loop {
