@@ -21,10 +21,12 @@
 //! # Placement
 //!
 //! The scheduler asks a [`Placement`] function, once per model step when
-//! it starts the step, which device runs it, passing a [`PlacementQuery`]
-//! (the model's allowed devices, the devices present, whether the NPU is
-//! busy, the model's predicted service time on each device, the predicted
-//! work already on each device, a random word). The default,
+//! it is first picked to run, which device runs it, passing a
+//! [`PlacementQuery`] (the model's allowed devices, the devices present,
+//! which of them are busy, the model's predicted service time on each
+//! device, the predicted work already on each device, a random word). A
+//! step placed on a busy device waits for it and keeps its placement (a
+//! policy's answer, random or not, is not asked again every step). The default,
 //! [`prefer_npu`], is: **the NPU when the model allows it, else the CPU
 //! interpreter**; a model whose allowed devices are all absent fails with
 //! [`JobError::NoDevice`](crate::sched::JobError::NoDevice) (`-ENODEV`).
@@ -43,10 +45,20 @@
 //!
 //! # The CPU device's model
 //!
-//! * Synchronous: [`NpuDevice::invoke`] runs the whole network before it
-//!   returns; [`NpuDevice::invoke_async`] does the same and calls `done`
-//!   before returning (capabilities say `async_invoke: false`, and the
-//!   scheduler never starts it asynchronously).
+//! * Sliced: [`NpuDevice::invoke`] runs the whole network before it
+//!   returns; [`NpuDevice::invoke_async`] plans the run, copies the staged
+//!   input in and returns with the device `Busy`; each
+//!   [`NpuDevice::poll`] then runs **one operator** of the interpreter
+//!   ([`synaptic_tflite::Interpreter::step`], resumed from a
+//!   [`synaptic_tflite::Checkpoint`]) and the last one copies the output
+//!   out, calls `done` and returns the device to `Idle`. Capabilities say
+//!   `async_invoke: true, sliced: true`: the device progresses only when
+//!   polled, on the caller's core, so the scheduler (overlap mode) polls
+//!   it once per step and can hand the NPU its next job between two
+//!   operators instead of after a whole network. [`NpuDevice::abort`]
+//!   drops a run in flight (a cancelled job). The sliced output is the
+//!   same bytes as `invoke`'s (the interpreter's golden tests check both).
+//!   The largest slice is the network's largest operator.
 //! * Its arena is one caller-given slice, laid out as the interpreter's
 //!   plan (tensors, bookkeeping, activations), then the model's output, then
 //!   the staged input at the end: `set_input` copies the input there, and
@@ -62,9 +74,10 @@
 //! * `latency_us` of [`NpuRun`] is 0 (the device has no clock of its own);
 //!   the scheduler measures the step on its clock and books it as
 //!   interpreter time
-//!   ([`InferenceProfile::interpreter_us`](crate::prof::InferenceProfile)).
+//!   ([`InferenceProfile::interpreter_us`](crate::prof::InferenceProfile)):
+//!   a sliced step as the sum of its slices (the device's busy time).
 
-use synaptic_tflite::{Interpreter, Model};
+use synaptic_tflite::{Checkpoint, Interpreter, Model};
 
 use crate::arena::DType;
 use crate::npu::{NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState};
@@ -170,15 +183,21 @@ pub struct PlacementQuery {
     pub present: DeviceMask,
     /// Whether the NPU has an asynchronous invoke in flight (overlap mode).
     pub npu_busy: bool,
+    /// Whether the CPU interpreter has a sliced invoke in flight (overlap
+    /// mode with a sliced CPU device; a synchronous one is never busy when
+    /// a step is placed).
+    pub cpu_busy: bool,
     /// The model's predicted service time on each device, microseconds, by
     /// [`Device::index`] (`None` before its first run there; see
     /// [`crate::predict`]).
     pub predicted_us: [Option<u32>; 2],
     /// Predicted work already placed on each device and not finished,
-    /// microseconds, by [`Device::index`]: the NPU step in flight (its
-    /// prediction less the time it has run, at least 0). The CPU
-    /// interpreter is synchronous, so nothing runs on it while a step is
-    /// placed: its backlog is 0.
+    /// microseconds, by [`Device::index`]: the step in flight there, its
+    /// prediction less what it has run (at least 0), plus the predictions
+    /// of the steps placed there and waiting for it that will run first
+    /// (of the step's class or a higher one). The NPU's "has run" is the
+    /// time since it started; a sliced CPU step's is the time of its slices
+    /// so far (it runs only when polled).
     pub backlog_us: [u64; 2],
     /// A fresh pseudo-random word per query (the scheduler's xorshift32,
     /// [`Scheduler::set_random_seed`](crate::sched::Scheduler::set_random_seed)).
@@ -194,9 +213,27 @@ impl PlacementQuery {
             allowed,
             present,
             npu_busy,
+            cpu_busy: false,
             predicted_us: [None; 2],
             backlog_us: [0; 2],
             random: 0,
+        }
+    }
+
+    /// The query with `device` busy or not.
+    pub const fn with_busy(mut self, device: Device, busy: bool) -> Self {
+        match device {
+            Device::Npu => self.npu_busy = busy,
+            Device::CpuInterpreter => self.cpu_busy = busy,
+        }
+        self
+    }
+
+    /// Whether `device` has a step in flight.
+    pub const fn is_busy(&self, device: Device) -> bool {
+        match device {
+            Device::Npu => self.npu_busy,
+            Device::CpuInterpreter => self.cpu_busy,
         }
     }
 
@@ -350,10 +387,11 @@ pub fn prefer_cpu(query: &PlacementQuery) -> Option<Device> {
 }
 
 /// Busy-aware (Fuse): the NPU when it is idle, the CPU interpreter while
-/// the NPU is busy; a model usable on one device only goes there (and
-/// waits for a busy NPU).
+/// the NPU is busy and the CPU is not; with both busy, the NPU (the faster
+/// device, so the shorter wait as a rule). A model usable on one device
+/// only goes there (and waits for it).
 pub fn busy_aware(query: &PlacementQuery) -> Option<Device> {
-    if query.npu_busy {
+    if query.npu_busy && !query.cpu_busy {
         prefer_cpu(query)
     } else {
         prefer_npu(query)
@@ -424,6 +462,16 @@ pub struct TfliteDevice<'d> {
     input_valid: bool,
     output_valid: bool,
     invokes: u32,
+    /// The sliced run in flight (state `Busy`) and whom to tell.
+    run: Option<SlicedRun>,
+}
+
+/// A [`TfliteDevice`]'s asynchronous invoke between two polls.
+#[derive(Clone, Copy)]
+struct SlicedRun {
+    checkpoint: Checkpoint,
+    done: NpuCallback,
+    context: usize,
 }
 
 impl<'d> TfliteDevice<'d> {
@@ -436,6 +484,7 @@ impl<'d> TfliteDevice<'d> {
             input_valid: false,
             output_valid: false,
             invokes: 0,
+            run: None,
         }
     }
 
@@ -508,6 +557,34 @@ impl<'d> TfliteDevice<'d> {
         output.copy_from_slice(out);
         Ok(())
     }
+
+    /// Plans a sliced run and copies the staged input in.
+    fn begin(&mut self, r: Resident) -> Result<Checkpoint, NpuError> {
+        let (plan, _, input) = self.split(&r)?;
+        let mut interpreter =
+            Interpreter::new(&r.model, plan).map_err(|_| NpuError::ModelTooLarge)?;
+        interpreter
+            .input_mut(0)
+            .map_err(|_| NpuError::DeviceFault)?
+            .copy_from_slice(input);
+        Ok(interpreter.checkpoint())
+    }
+
+    /// One operator of the sliced run; the checkpoint after it, and on the
+    /// last one the output copied out.
+    fn slice(&mut self, r: Resident, at: Checkpoint) -> Result<Checkpoint, NpuError> {
+        let (plan, output, _) = self.split(&r)?;
+        let mut interpreter =
+            Interpreter::resume(&r.model, plan, at).map_err(|_| NpuError::DeviceFault)?;
+        if interpreter.step().map_err(|_| NpuError::DeviceFault)? {
+            let out = interpreter.output(0).map_err(|_| NpuError::DeviceFault)?;
+            if out.len() != output.len() {
+                return Err(NpuError::DeviceFault);
+            }
+            output.copy_from_slice(out);
+        }
+        Ok(interpreter.checkpoint())
+    }
 }
 
 impl NpuDevice for TfliteDevice<'_> {
@@ -522,6 +599,7 @@ impl NpuDevice for TfliteDevice<'_> {
         self.resident = None;
         self.input_valid = false;
         self.output_valid = false;
+        self.run = None;
     }
 
     fn capabilities(&self) -> NpuCapabilities {
@@ -529,7 +607,8 @@ impl NpuDevice for TfliteDevice<'_> {
             max_input_bytes: self.arena.len(),
             max_output_bytes: self.arena.len(),
             dtype_mask: NpuCapabilities::dtype_bit(DType::Int8),
-            async_invoke: false,
+            async_invoke: true,
+            sliced: true,
             max_resident_models: 1,
         }
     }
@@ -566,6 +645,7 @@ impl NpuDevice for TfliteDevice<'_> {
     }
 
     fn unload_model(&mut self) {
+        // A run in flight then fails at its next poll (no model to go on).
         self.resident = None;
         self.input_valid = false;
         self.output_valid = false;
@@ -619,13 +699,66 @@ impl NpuDevice for TfliteDevice<'_> {
         if !self.input_valid {
             return Err(NpuError::NoInput);
         }
-        let result = self.invoke();
-        done(context, result);
-        Ok(())
+        let Some(r) = self.resident else {
+            return Err(NpuError::NoModel);
+        };
+        self.invokes = self.invokes.wrapping_add(1);
+        self.output_valid = false;
+        match self.begin(r) {
+            Ok(checkpoint) => {
+                self.run = Some(SlicedRun {
+                    checkpoint,
+                    done,
+                    context,
+                });
+                self.state = NpuState::Busy;
+                Ok(())
+            }
+            Err(e) => {
+                self.state = NpuState::Error;
+                Err(e)
+            }
+        }
     }
 
+    /// Runs one operator of the run in flight; `true` when that finished
+    /// it (`done` has been called).
     fn poll(&mut self) -> bool {
-        false
+        let Some(run) = self.run.filter(|_| self.state == NpuState::Busy) else {
+            return false;
+        };
+        let result = match self.resident {
+            Some(r) => self.slice(r, run.checkpoint),
+            None => Err(NpuError::NoModel),
+        };
+        let outcome = match result {
+            Ok(checkpoint) if !checkpoint.is_done() => {
+                self.run = Some(SlicedRun { checkpoint, ..run });
+                return false;
+            }
+            Ok(_) => {
+                self.state = NpuState::Idle;
+                self.output_valid = true;
+                Ok(NpuRun { latency_us: 0 })
+            }
+            Err(e) => {
+                self.state = NpuState::Error;
+                Err(e)
+            }
+        };
+        self.run = None;
+        (run.done)(run.context, outcome);
+        true
+    }
+
+    fn abort(&mut self) -> bool {
+        if self.state != NpuState::Busy {
+            return false;
+        }
+        self.run = None;
+        self.output_valid = false;
+        self.state = NpuState::Idle;
+        true
     }
 
     fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
@@ -713,6 +846,11 @@ mod tests {
             (busy_aware(&idle), busy_aware(&busy)),
             (Some(NPU), Some(CPU))
         );
+        // Both busy: wait for the NPU; only the CPU busy: the NPU.
+        let both_busy = busy.with_busy(CPU, true);
+        assert!(both_busy.is_busy(NPU) && both_busy.is_busy(CPU));
+        assert_eq!(busy_aware(&both_busy), Some(NPU));
+        assert_eq!(busy_aware(&idle.with_busy(CPU, true)), Some(NPU));
         // Random: the top bit of the word.
         assert_eq!(random(&idle.with_random(0x7FFF_FFFF)), Some(NPU));
         assert_eq!(random(&idle.with_random(0x8000_0000)), Some(CPU));

@@ -74,6 +74,15 @@ pub struct NpuCapabilities {
     pub dtype_mask: u8,
     /// Whether [`NpuDevice::invoke_async`] completes without blocking.
     pub async_invoke: bool,
+    /// Whether an asynchronous invoke progresses only inside
+    /// [`NpuDevice::poll`], a bounded slice of work per call, on the
+    /// caller's core (the CPU interpreter,
+    /// [`TfliteDevice`](crate::device::TfliteDevice)); `false` for a device
+    /// that progresses by itself (an NPU). The scheduler starts a sliced CPU
+    /// device asynchronously in overlap mode and polls it every step,
+    /// counting each slice as work done; a device that is not sliced is run
+    /// synchronously when it is the CPU device, as before.
+    pub sliced: bool,
     /// Models resident at once.
     pub max_resident_models: u8,
 }
@@ -262,6 +271,16 @@ pub trait NpuDevice {
     ///
     /// [`NpuError::WrongState`] unless `Error`.
     fn clear_error(&mut self) -> Result<(), NpuError>;
+
+    /// Abandons the asynchronous invoke in flight, if the device can:
+    /// returns `true` when it did (the device is then `Idle`, without an
+    /// output, and its callback is not called). The default cannot: a
+    /// device that runs by itself finishes and its result is dropped. A
+    /// sliced device implements it, so that a cancelled job does not keep
+    /// taking slices of the CPU.
+    fn abort(&mut self) -> bool {
+        false
+    }
 }
 
 /// First input byte that makes the stub fail when [`StubNpu::fail_on_marker`] is on.
@@ -550,6 +569,7 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
                 | NpuCapabilities::dtype_bit(DType::UInt8)
                 | NpuCapabilities::dtype_bit(DType::Int16),
             async_invoke: true,
+            sliced: false,
             max_resident_models: 1,
         }
     }

@@ -6,7 +6,10 @@
 //! * `RealTime` first (strict priority); `Normal` and `BestEffort` share
 //!   by weighted round robin, 4:1 by default ([`Scheduler::set_weights`],
 //!   [`crate::arbiter`], which states the starvation bound); FIFO
-//!   (submission order) within a class.
+//!   (submission order) within a class. With two devices this order holds
+//!   per device: a job whose model step waits for its busy device is
+//!   passed over, so it holds up neither the other device nor other jobs'
+//!   stages.
 //! * A job runs one step (a stage or the model) per [`Scheduler::step`].
 //!   Between steps the scheduler picks again, so a `RealTime` job arriving
 //!   while a *preemptible* job runs starts at the next stage boundary: its
@@ -27,29 +30,44 @@
 //! * A job whose deadline has passed when it is picked fails with
 //!   [`JobError::DeadlineMissed`] instead of running another step.
 //! * **Overlap** ([`Scheduler::set_overlap`], off by default): a model
-//!   step starts the device with `invoke_async` and the job waits on the
-//!   device while other jobs' CPU stages run; the next `step` after the
-//!   device finishes collects its output and, in the same call, starts the
-//!   next model step, so the device waits only for that hand-over. While
-//!   the device is busy, a job whose next step is a model step waits
-//!   ([`StepOutcome::Waiting`]); the caller waits for the device's
-//!   completion (an interrupt) or for new work, then steps again.
+//!   step starts its device with `invoke_async` and the job waits on the
+//!   device while other jobs' steps run; the next `step` after the device
+//!   finishes collects its output and, in the same call, starts the next
+//!   model step, so the device waits only for that hand-over. Each device
+//!   has its own step in flight (one per [`Device`]), so the NPU and the
+//!   CPU interpreter run two jobs at once. While a job's device is busy, a
+//!   job whose next step was placed there waits
+//!   ([`StepOutcome::Waiting`] when nothing else can run); the caller waits
+//!   for the device's completion (an interrupt) or for new work, then steps
+//!   again.
+//! * **Sliced CPU device**: a CPU device whose capabilities say `sliced`
+//!   ([`crate::device::TfliteDevice`]: one operator per slice) is started
+//!   asynchronously too, but it progresses only when polled, on this
+//!   thread: every `step` first runs one slice of it, then collects and
+//!   feeds the NPU. A slice counts as a step that ran
+//!   ([`StepOutcome::Ran`] of that job, unfinished), so the caller keeps
+//!   stepping rather than waiting. The step's time is the **sum of its
+//!   slices** (and of its start), not the wall time from start to done:
+//!   between slices the thread runs other jobs' stages and hands the NPU
+//!   its jobs, which is not interpreter work. That sum is booked as
+//!   [`InferenceProfile::interpreter_us`] and learnt as the model's CPU
+//!   service time. A cancelled job's sliced step is aborted at the next
+//!   step ([`NpuDevice::abort`]). A CPU device that is not sliced runs its
+//!   model step to the end inside `step`, as without overlap.
 //! * **Devices** ([`crate::device`]): a model step runs on the NPU
 //!   (`Env::npu`) or on the CPU interpreter (`Env::cpu`), whichever the
 //!   [`Placement`] picks among the devices the model was registered for
 //!   and `Env` has (default [`prefer_npu`]: the NPU when allowed, else the
 //!   CPU; [`Scheduler::set_policy`] selects another shipped [`Policy`],
 //!   [`Scheduler::set_placement`] any function). The step is placed when
-//!   it starts, with the model's predicted service time on each device
-//!   and the NPU's remaining predicted work in the query. Remote (CPU1)
-//!   requests are jobs of this scheduler like local ones: one policy
-//!   places both. No usable device fails the job with
-//!   [`JobError::NoDevice`]. The CPU
-//!   device is synchronous: in overlap mode too its model step runs to the
-//!   end inside `step`, and a job placed on it does not wait for a busy
-//!   NPU. Each step's time is booked to its device in the
-//!   [`InferenceProfile`], and a successful model step's time also feeds
-//!   the model's prediction for that device
+//!   it is first picked, with which devices are busy, the model's
+//!   predicted service time on each device and each device's remaining
+//!   predicted work in the query; a step placed on a busy device keeps
+//!   that placement while it waits. Remote (CPU1) requests are jobs of
+//!   this scheduler like local ones: one policy places both. No usable
+//!   device fails the job with [`JobError::NoDevice`]. Each step's time is
+//!   booked to its device in the [`InferenceProfile`], and a successful
+//!   model step's time also feeds the model's prediction for that device
 //!   ([`Registry::service_time`], [`crate::predict`]), profiler or not.
 //! * Nothing here blocks or spawns: the caller's thread drives
 //!   [`Scheduler::step`] (or [`Scheduler::wait`], [`Scheduler::run_sync`]),
@@ -361,6 +379,9 @@ struct Slot<'a> {
     seq: u64,
     submitted_us: u64,
     profile: InferenceProfile,
+    /// The device step `.0` was placed on while that device was busy: it
+    /// waits for it rather than being placed afresh every step.
+    placed: Option<(u8, Device)>,
 }
 
 /// The scheduler: `J` job slots over a caller-provided work buffer.
@@ -372,8 +393,9 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     max_concurrent: usize,
     current: Option<usize>,
     overlap: bool,
-    /// The job whose model step is on the device (overlap mode).
-    on_device: Option<usize>,
+    /// The job whose model step is on each device (overlap mode), by
+    /// [`Device::index`].
+    on_device: [Option<usize>; 2],
     /// Jobs queued or running (a step may start), and those plus the
     /// job on the device: kept by [`Scheduler::set_state`], so that an
     /// idle turn neither scans the slots nor counts them.
@@ -383,21 +405,29 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     placement: Placement,
     /// The shipped policy `placement` is, if it is one.
     policy: Option<Policy>,
-    /// The model step last started on the NPU asynchronously, until the
-    /// device is seen idle again (its job may have been cancelled).
-    npu_run: Option<DeviceRun>,
+    /// The model step last started asynchronously on each device, by
+    /// [`Device::index`], until the device is seen idle again (its job may
+    /// have been cancelled).
+    runs: [Option<DeviceRun>; 2],
     /// xorshift32 state for [`PlacementQuery::random`] (never 0).
     random: u32,
     /// `Normal` / `BestEffort` arbitration ([`crate::arbiter`]).
     wrr: Wrr,
 }
 
-/// The model step on the NPU in overlap mode: which model, since when,
+/// A model step on a device in overlap mode: which model, since when,
 /// and what the scheduler knows about when it finished.
 #[derive(Clone, Copy, Debug)]
 struct DeviceRun {
     model: ModelHandle,
     started_us: u64,
+    /// A sliced device (the CPU interpreter): it runs only inside the
+    /// scheduler's polls, so its service time is `busy_us`.
+    sliced: bool,
+    /// Sliced: the time of its start and of its slices so far. Not the
+    /// wall time from start to done: between slices the thread runs other
+    /// jobs' stages and feeds the NPU, which is not this step's work.
+    busy_us: u64,
     /// The last time the scheduler saw the device still busy.
     seen_busy_us: u64,
     /// Whether a synchronous step ran on the scheduler's thread since
@@ -437,6 +467,9 @@ struct Pick {
     charge: Option<Priority>,
 }
 
+/// Whether a device has its asynchronous step in flight, by [`Device::index`].
+type Busy = [bool; 2];
+
 impl<'a, const J: usize> Scheduler<'a, J> {
     const FITS: () = assert!(J > 0 && J <= u16::MAX as usize, "1..=65535 jobs");
 
@@ -454,6 +487,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 seq: 0,
                 submitted_us: 0,
                 profile: InferenceProfile::default(),
+                placed: None,
             }),
             work,
             buffer_len,
@@ -461,12 +495,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             max_concurrent: J,
             current: None,
             overlap: false,
-            on_device: None,
+            on_device: [None; 2],
             runnable: 0,
             active: 0,
             placement: prefer_npu,
             policy: Some(Policy::NpuOnly),
-            npu_run: None,
+            runs: [None; 2],
             random: DEFAULT_RANDOM_SEED,
             wrr: Wrr::new(DEFAULT_WEIGHTS),
         }
@@ -552,13 +586,14 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     fn place<N, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
         handle: ModelHandle,
-        npu_busy: bool,
+        priority: Priority,
+        busy: Busy,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
         if env.cpu.is_none() {
             return Ok(Device::Npu);
         }
-        self.place_among(handle, npu_busy, env)
+        self.place_among(handle, priority, busy, env)
     }
 
     /// [`Scheduler::place`] with a CPU device: ask the policy. Out of line,
@@ -567,7 +602,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     fn place_among<N, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
         handle: ModelHandle,
-        npu_busy: bool,
+        priority: Priority,
+        busy: Busy,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
         let allowed = env
@@ -586,13 +622,19 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 .ok()
                 .and_then(|t| t.estimate_us())
         };
-        // The NPU's backlog: what its step in flight has left to run.
-        let npu_backlog = match self.npu_run {
-            Some(run) if npu_busy => {
-                let ran = env.clock.now_us().saturating_sub(run.started_us);
+        // Each device's backlog: what its step in flight has left to run
+        // (the NPU runs by itself; a sliced CPU step only in its slices).
+        let now = env.clock.now_us();
+        let backlog = |device: Device| match self.runs[device.index()] {
+            Some(run) if busy[device.index()] => {
+                let ran = if run.sliced {
+                    run.busy_us
+                } else {
+                    now.saturating_sub(run.started_us)
+                };
                 let whole = env
                     .registry
-                    .service_time(run.model, Device::Npu)
+                    .service_time(run.model, device)
                     .ok()
                     .and_then(|t| t.estimate_us())
                     .map_or(0, u64::from);
@@ -600,10 +642,38 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             }
             _ => 0,
         };
-        let query = PlacementQuery::new(handle.raw(), allowed, present, npu_busy)
+        let mut backlogs = Device::ALL.map(backlog);
+        // Steps placed on a busy device and waiting for it are its work
+        // too, those that will run first: of this class or a higher one.
+        for s in self.slots.iter() {
+            let (Some((step, device)), Some(r)) = (s.placed, s.request.as_ref()) else {
+                continue;
+            };
+            if r.priority.index() < priority.index() {
+                continue;
+            }
+            let model = env.pipelines.runnable(r.pipeline).ok().and_then(|p| {
+                match p.steps().get(usize::from(step)) {
+                    Some(Step::Model(h)) => Some(*h),
+                    _ => None,
+                }
+            });
+            if let Some(us) = model.and_then(|h| {
+                env.registry
+                    .service_time(h, device)
+                    .ok()
+                    .and_then(|t| t.estimate_us())
+            }) {
+                let b = &mut backlogs[device.index()];
+                *b = b.saturating_add(u64::from(us));
+            }
+        }
+        let query = PlacementQuery::new(handle.raw(), allowed, present, busy[0])
+            .with_busy(Device::CpuInterpreter, busy[1])
             .with_prediction(Device::Npu, predicted(Device::Npu))
             .with_prediction(Device::CpuInterpreter, predicted(Device::CpuInterpreter))
-            .with_backlog(Device::Npu, npu_backlog)
+            .with_backlog(Device::Npu, backlogs[0])
+            .with_backlog(Device::CpuInterpreter, backlogs[1])
             .with_random(self.next_random());
         match (self.placement)(&query) {
             Some(d) if query.usable().contains(d) => Ok(d),
@@ -639,7 +709,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     ///
     /// [`SchedError::InvalidArgument`] while a job is on the device.
     pub fn set_overlap(&mut self, on: bool) -> Result<(), SchedError> {
-        if self.on_device.is_some() {
+        if self.on_device.iter().any(Option::is_some) {
             return Err(SchedError::InvalidArgument);
         }
         self.overlap = on;
@@ -775,14 +845,16 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     }
 
     fn free(&mut self, i: usize) {
-        if self.on_device == Some(i) {
-            // The device finishes on its own; its result is dropped.
-            self.on_device = None;
+        for on in self.on_device.iter_mut().filter(|on| **on == Some(i)) {
+            // The device finishes on its own and its result is dropped,
+            // or (sliced) the next step aborts it.
+            *on = None;
         }
         self.set_state(i, State::Free);
         let slot = &mut self.slots[i];
         slot.request = None;
         slot.output = None;
+        slot.placed = None;
         slot.generation = match slot.generation.wrapping_add(1) {
             0 => 1,
             g => g,
@@ -855,18 +927,32 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         }
     }
 
-    fn pick(&self) -> Option<Pick> {
+    /// The job to run next. A job whose model step waits for its busy
+    /// device is passed over: each device serves the jobs placed on it in
+    /// priority order, and one device's queue does not hold up the other
+    /// device or other jobs' stages.
+    fn pick(&self, busy: Busy) -> Option<Pick> {
         // Only a queued or running job can be picked.
         if self.runnable == 0 {
             return None;
         }
         let no_charge = |i| Some(Pick { i, charge: None });
+        let waits = |s: &Slot<'_>| {
+            s.placed.is_some_and(|(step, d)| {
+                let next = match s.state {
+                    State::Running { next, .. } => next,
+                    _ => 0,
+                };
+                step == next && busy[d.index()]
+            })
+        };
         if let Some(i) = self.current {
             let holds = self.slots[i]
                 .request
                 .as_ref()
                 .is_some_and(|r| !r.preemptible);
             match self.slots[i].state {
+                State::Running { .. } if holds && waits(&self.slots[i]) => return None,
                 State::Running { .. } if holds => return no_charge(i),
                 State::OnDevice { .. } if holds => return None,
                 _ => {}
@@ -893,6 +979,9 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 State::Queued => &mut queued,
                 State::Free | State::Finished(_) => continue,
             };
+            if waits(s) {
+                continue;
+            }
             let Some(r) = s.request.as_ref() else {
                 continue;
             };
@@ -934,55 +1023,108 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         &mut self,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> StepOutcome {
-        // Overlap: take the device's output, start the next step (the
-        // device's next job first), then move the collected job on.
-        let collected = if self.overlap {
-            self.collect(env)
+        // Overlap: a sliced CPU step in flight runs its next slice first
+        // (this turn's own CPU work), then each finished device's output is
+        // taken, the next step started (a freed device's next job first),
+        // and the collected jobs are moved on. The NPU is collected after
+        // the slice, so one that finished during it is fed in this turn.
+        let (cpu_done, sliced, slice, npu_done) = if self.overlap {
+            let (cpu_done, sliced) = self.collect(Device::CpuInterpreter, env);
+            let slice = sliced
+                .then(|| self.in_flight(Device::CpuInterpreter))
+                .flatten();
+            (cpu_done, sliced, slice, self.collect(Device::Npu, env).0)
         } else {
-            None
+            (None, false, None, None)
         };
-        let device_busy = self.overlap && env.npu.state() == NpuState::Busy;
-        let ran = self.run_next(device_busy, env);
-        let advanced = collected.map(|c| self.advance(c, env));
-        ran.or(advanced).unwrap_or(if device_busy {
-            StepOutcome::Waiting
-        } else {
-            StepOutcome::Idle
-        })
+        let busy = [
+            self.overlap && env.npu.state() == NpuState::Busy,
+            self.overlap
+                && env
+                    .cpu
+                    .as_deref()
+                    .is_some_and(|c| c.state() == NpuState::Busy),
+        ];
+        // A device freed during a slice starts its next step next turn:
+        // the caller first submits what arrived while the slice held the
+        // thread (a REALTIME job must not find it taken by an older one).
+        let held = [sliced && npu_done.is_some(), sliced && cpu_done.is_some()];
+        let ran = self.run_next(busy, held, env);
+        let npu_advanced = npu_done.map(|c| self.advance(c, env));
+        let cpu_advanced = cpu_done.map(|c| self.advance(c, env));
+        // A slice that did not end its step is work done too: the caller
+        // steps again at once (the CPU device runs only when polled).
+        ran.or(npu_advanced)
+            .or(cpu_advanced)
+            .or(slice)
+            .unwrap_or(if busy[0] || busy[1] {
+                StepOutcome::Waiting
+            } else {
+                StepOutcome::Idle
+            })
     }
 
-    /// Run (or start on the device) the most urgent job's next step;
+    /// The job whose step is on `device`, as a step that ran unfinished.
+    fn in_flight(&self, device: Device) -> Option<StepOutcome> {
+        let i = self.on_device[device.index()]?;
+        match self.slots[i].state {
+            State::OnDevice { at, .. } => Some(StepOutcome::Ran {
+                job: self.id_of(i),
+                step: at.next,
+                finished: false,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Run (or start on a device) the most urgent job's next step;
     /// `None` when nothing could run.
+    /// `held`: devices that may not start a step this turn although idle.
     fn run_next<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
-        device_busy: bool,
+        busy: Busy,
+        held: Busy,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> Option<StepOutcome> {
-        let Pick { i, charge } = self.pick()?;
-        let id = self.id_of(i);
-        let pipeline_id = self.slots[i].request.as_ref()?.pipeline;
-        let next = match self.slots[i].state {
-            State::Running { next, .. } => next,
-            _ => 0,
-        };
-        // A model step is placed once, here: the answer says whether it
-        // waits for a busy NPU and where it runs (a placement error is
-        // reported when it runs). With an idle NPU and no CPU device there
-        // is nothing to decide, and no lookup is made.
-        let placed = if device_busy || env.cpu.is_some() {
-            let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
-                match p.steps().get(usize::from(next)) {
-                    Some(Step::Model(h)) => Some(*h),
-                    _ => None,
+        let blocked = [busy[0] || held[0], busy[1] || held[1]];
+        // A model step is placed when it is first picked: the answer says
+        // whether it waits for a busy device and where it runs (a placement
+        // error is reported when it runs). A step waiting for its device
+        // keeps that answer, and the next pick passes it over; each turn
+        // places at most every job once, so this ends.
+        let (i, charge, next, pipeline_id, placed) = loop {
+            let Pick { i, charge } = self.pick(blocked)?;
+            let request = self.slots[i].request.as_ref()?;
+            let (pipeline_id, priority) = (request.pipeline, request.priority);
+            let next = match self.slots[i].state {
+                State::Running { next, .. } => next,
+                _ => 0,
+            };
+            // With idle devices and no CPU device there is nothing to
+            // decide, and no lookup is made.
+            let placed = if busy[0] || busy[1] || env.cpu.is_some() {
+                let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
+                    match p.steps().get(usize::from(next)) {
+                        Some(Step::Model(h)) => Some(*h),
+                        _ => None,
+                    }
+                });
+                match (model, self.slots[i].placed) {
+                    (Some(_), Some((step, device))) if step == next => Some(Ok(device)),
+                    (model, _) => model.map(|h| self.place(h, priority, busy, env)),
                 }
-            });
-            model.map(|h| self.place(h, device_busy, env))
-        } else {
-            None
+            } else {
+                None
+            };
+            match placed {
+                Some(Ok(device)) if blocked[device.index()] => {
+                    self.slots[i].placed = Some((next, device));
+                }
+                _ => break (i, charge, next, pipeline_id, placed),
+            }
         };
-        if device_busy && placed == Some(Ok(Device::Npu)) {
-            return None;
-        }
+        let id = self.id_of(i);
+        self.slots[i].placed = None;
         if let Some(class) = charge {
             self.wrr.charge(class);
         }
@@ -1027,6 +1169,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             // a model that does not allow it); or not a model step.
             _ => Device::Npu,
         };
+        // Overlap: the NPU, and a sliced CPU device, start asynchronously;
+        // a CPU device that is not sliced runs the step here, to the end.
+        let start_async = match (self.overlap, step, device) {
+            (true, Step::Model(_), Device::Npu) => true,
+            (true, Step::Model(_), Device::CpuInterpreter) => {
+                env.cpu.as_deref().is_some_and(|c| c.capabilities().sliced)
+            }
+            _ => false,
+        };
         let at = StepAt {
             next,
             current,
@@ -1056,8 +1207,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             needed: meta.byte_len(),
             available: len,
         });
-        if let (true, &Step::Model(handle), Device::Npu) = (self.overlap, step, device) {
-            let begun = input.and_then(|input| start_model(handle, &input, output.len(), env));
+        if let (true, &Step::Model(handle)) = (start_async, step) {
+            let sliced = device == Device::CpuInterpreter;
+            let begun = input.and_then(|input| {
+                if sliced {
+                    start_on_cpu(handle, &input, output.len(), env)
+                } else {
+                    start_model(handle, &input, output.len(), env)
+                }
+            });
             return match begun {
                 Ok(out_meta) => {
                     self.set_state(
@@ -1068,10 +1226,21 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                             started_us: started,
                         },
                     );
-                    self.on_device = Some(i);
-                    self.npu_run = Some(DeviceRun {
+                    // Starting a sliced step (load, plan, input copy) is
+                    // already some of its CPU time.
+                    let busy_us = if sliced {
+                        env.clock.new_turn();
+                        self.mark_late();
+                        env.clock.now_us().saturating_sub(started)
+                    } else {
+                        0
+                    };
+                    self.on_device[device.index()] = Some(i);
+                    self.runs[device.index()] = Some(DeviceRun {
                         model: handle,
                         started_us: started,
+                        sliced,
+                        busy_us,
                         seen_busy_us: started,
                         late: false,
                     });
@@ -1084,10 +1253,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             };
         }
         let result = input.and_then(|input| run_step(step, next, device, &input, output, env));
-        if let Some(run) = &mut self.npu_run {
-            // The NPU may finish while this step holds the thread.
-            run.late = true;
-        }
+        self.mark_late();
         env.clock.new_turn();
         let elapsed = env.clock.now_us().saturating_sub(started);
         let profile = &mut self.slots[i].profile;
@@ -1112,30 +1278,93 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         ))
     }
 
-    /// Overlap mode: let the device finish what it can and, if the job on
-    /// it is done, take its output and move the job on.
+    /// Work held the scheduler's thread: a device that runs by itself may
+    /// have finished at any moment of it.
+    fn mark_late(&mut self) {
+        for run in self.runs.iter_mut().flatten().filter(|r| !r.sliced) {
+            run.late = true;
+        }
+    }
+
+    /// Overlap mode: let `device` finish what it can (a sliced device runs
+    /// one slice) and, if the job on it is done, take its output. Returns
+    /// the collected step and whether a slice ran.
     fn collect<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
         &mut self,
+        device: Device,
         env: &mut Env<'_, N, C, M, P, S>,
-    ) -> Option<Collected> {
-        if env.npu.state() == NpuState::Busy {
-            env.npu.poll();
-            if env.npu.state() == NpuState::Busy {
-                if let Some(run) = &mut self.npu_run {
-                    run.seen_busy_us = env.clock.now_us();
+    ) -> (Option<Collected>, bool) {
+        let Env {
+            registry,
+            npu,
+            cpu,
+            clock,
+            ..
+        } = env;
+        match device {
+            Device::Npu => self.collect_from(device, &mut **npu, registry, *clock),
+            Device::CpuInterpreter => match cpu.as_deref_mut() {
+                Some(cpu) => self.collect_from(device, cpu, registry, *clock),
+                None => (None, false),
+            },
+        }
+    }
+
+    /// [`Scheduler::collect`] from `dev`, the device `device` names.
+    fn collect_from<D: NpuDevice + ?Sized, C: Clock, const M: usize>(
+        &mut self,
+        device: Device,
+        dev: &mut D,
+        registry: &mut Registry<M>,
+        clock: &C,
+    ) -> (Option<Collected>, bool) {
+        let k = device.index();
+        let mut sliced = false;
+        if dev.state() == NpuState::Busy {
+            let orphan = self.on_device[k].is_none();
+            match self.runs[k] {
+                // A cancelled job's sliced step: stop it, or (a device
+                // that cannot) run it out now, its result dropped.
+                Some(run) if run.sliced && orphan => {
+                    if !dev.abort() {
+                        while dev.state() == NpuState::Busy {
+                            dev.poll();
+                        }
+                    }
+                }
+                Some(run) if run.sliced => {
+                    // One slice, timed: the step's CPU time is its slices'.
+                    clock.new_turn();
+                    let start = clock.now_us();
+                    dev.poll();
+                    clock.new_turn();
+                    let spent = clock.now_us().saturating_sub(start);
+                    if let Some(run) = &mut self.runs[k] {
+                        run.busy_us = run.busy_us.saturating_add(spent);
+                    }
+                    self.mark_late();
+                    sliced = true;
+                }
+                _ => {
+                    dev.poll();
+                }
+            }
+            if dev.state() == NpuState::Busy {
+                if let Some(run) = &mut self.runs[k] {
+                    run.seen_busy_us = clock.now_us();
                     run.late = false;
                 }
-                return None;
+                return (None, sliced);
             }
         }
         // The device is done: its step in flight (if any) with it.
-        let run = self.npu_run.take();
-        let Some(i) = self.on_device.take() else {
+        let run = self.runs[k].take();
+        let Some(i) = self.on_device[k].take() else {
             // A cancelled job's invoke failed: leave the device usable.
-            if env.npu.state() == NpuState::Error {
-                let _ = env.npu.clear_error();
+            if dev.state() == NpuState::Error {
+                let _ = dev.clear_error();
             }
-            return None;
+            return (None, sliced);
         };
         let State::OnDevice {
             at,
@@ -1143,13 +1372,20 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             started_us,
         } = self.slots[i].state
         else {
-            return None;
+            return (None, sliced);
         };
-        let elapsed = env.clock.now_us().saturating_sub(started_us);
-        self.slots[i].profile.npu_us += elapsed;
+        let now = clock.now_us();
+        let profile = &mut self.slots[i].profile;
+        match (device, run) {
+            (Device::CpuInterpreter, Some(r)) if r.sliced => profile.interpreter_us += r.busy_us,
+            (Device::CpuInterpreter, _) => {
+                profile.interpreter_us += now.saturating_sub(started_us);
+            }
+            (Device::Npu, _) => profile.npu_us += now.saturating_sub(started_us),
+        }
         let into = self.target(i, at.current, at.last);
-        let result = if env.npu.state() == NpuState::Error {
-            let _ = env.npu.clear_error();
+        let result = if dev.state() == NpuState::Error {
+            let _ = dev.clear_error();
             Err(JobError::Npu(NpuError::DeviceFault))
         } else {
             let needed = out_meta.byte_len();
@@ -1161,8 +1397,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 &mut self.work[range]
             };
             match output.get_mut(..needed) {
-                Some(output) => env
-                    .npu
+                Some(output) => dev
                     .get_output(output)
                     .map(|_| out_meta)
                     .map_err(JobError::Npu),
@@ -1173,19 +1408,23 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             }
         };
         if let (Ok(_), Some(run)) = (&result, run) {
-            let now = env.clock.now_us();
-            let _ = env
-                .registry
-                .record_service_sample(run.model, Device::Npu, |estimate| {
+            let _ = if run.sliced {
+                registry.record_service_time(run.model, device, run.busy_us)
+            } else {
+                registry.record_service_sample(run.model, device, |estimate| {
                     run.sample_us(now, estimate)
-                });
+                })
+            };
         }
-        Some(Collected {
-            i,
-            at,
-            into,
-            result,
-        })
+        (
+            Some(Collected {
+                i,
+                at,
+                into,
+                result,
+            }),
+            sliced,
+        )
     }
 
     /// A step ended: finish the job or make it ready for its next step.
@@ -1486,6 +1725,23 @@ fn start_model<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: 
     env.npu
         .invoke_async(no_callback, 0)
         .map_err(JobError::Npu)?;
+    Ok(out_meta)
+}
+
+/// Overlap mode with a sliced CPU device: stage the model step and start
+/// it there (its slices run in the scheduler's polls).
+#[inline(never)]
+fn start_on_cpu<N, C: Clock, const M: usize, const P: usize, const S: usize>(
+    handle: crate::registry::ModelHandle,
+    input: &TensorRef<'_>,
+    output_len: usize,
+    env: &mut Env<'_, N, C, M, P, S>,
+) -> Result<TensorMeta, JobError> {
+    let (out_meta, cpu) = stage_on_cpu(handle, input, output_len, env)?;
+    if let Err(e) = cpu.invoke_async(no_callback, 0) {
+        let _ = cpu.clear_error();
+        return Err(JobError::Npu(e));
+    }
     Ok(out_meta)
 }
 

@@ -11,7 +11,9 @@ use synaptic_runtime::npu::{stub_output, NpuDevice, NpuError, StubNpu};
 use synaptic_runtime::pipeline::PipelinePool;
 use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry, RegistryError};
-use synaptic_runtime::sched::{Env, JobError, JobRequest, SchedError, Scheduler, StepOutcome};
+use synaptic_runtime::sched::{
+    Env, JobError, JobId, JobRequest, JobStatus, SchedError, Scheduler, StepOutcome,
+};
 use synaptic_runtime::time::{Clock, Delay};
 
 static MICRO_SPEECH: &[u8] = include_bytes!("../../../models/micro_speech.tflite");
@@ -240,20 +242,43 @@ fn a_model_for_both_runs_on_the_npu_by_default_and_where_a_policy_says() {
     assert_eq!(s.interpreter_us, p.interpreter_us);
 }
 
+/// The step outcomes until `job` finishes (at most `limit` steps).
+fn steps_until_done(
+    sched: &mut Scheduler<'_, 4>,
+    env: &mut Env<'_, StubNpu<&'static TickClock, 9216, 16>, &'static TickClock, 4, 4, 4>,
+    job: JobId,
+    limit: usize,
+) -> Vec<StepOutcome> {
+    let mut seen = Vec::new();
+    for _ in 0..limit {
+        let o = sched.step(env);
+        seen.push(o);
+        if matches!(o, StepOutcome::Ran { job: j, finished: true, .. } if j == job) {
+            return seen;
+        }
+        assert_ne!(o, StepOutcome::Idle, "{job:?} never finished: {seen:?}");
+    }
+    panic!("{job:?} not done in {limit} steps: {seen:?}");
+}
+
 #[test]
-fn overlap_runs_a_cpu_model_while_the_npu_is_busy() {
+fn overlap_runs_a_cpu_model_in_slices_while_the_npu_is_busy() {
     let mut rig = Rig::new();
     let stub_model = ModelDesc::int8("stub", &[1, 1960], 4).unwrap();
     let (s, on_npu) = rig.model(&stub_model);
     let (h, on_cpu) = rig.model(&speech(DeviceMask::CPU_INTERPRETER));
     let meta = rig.registry.info(h).unwrap().input;
     assert_eq!(rig.registry.info(s).unwrap().input, meta);
+    let operators = synaptic_tflite::Model::parse(MICRO_SPEECH)
+        .unwrap()
+        .operator_count();
     let (yes, no) = (leak(int8(YES)), leak(int8(NO)));
     let mut arena = vec![0u8; 6_224 + 1_960 + 4];
     let mut cpu = TfliteDevice::new(&mut arena);
     cpu.init().unwrap();
+    assert!(cpu.capabilities().sliced && cpu.capabilities().async_invoke);
     let mut work = [0u8; 1024];
-    let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+    let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
     sched.set_overlap(true).unwrap();
     let mut env = rig.env(Some(&mut cpu));
     let a = sched
@@ -270,14 +295,20 @@ fn overlap_runs_a_cpu_model_while_the_npu_is_busy() {
             env.clock,
         )
         .unwrap();
-    // Step 1 starts `a` on the NPU; step 2 runs `b` on the CPU to the end
-    // while the NPU is still busy.
+    // Step 1 starts `a` on the NPU, step 2 starts `b` on the CPU; then
+    // every step runs one operator of `b` while the NPU is still busy.
     assert!(
         matches!(sched.step(&mut env), StepOutcome::Ran { job, finished: false, .. } if job == a)
     );
     assert!(
-        matches!(sched.step(&mut env), StepOutcome::Ran { job, finished: true, .. } if job == b)
+        matches!(sched.step(&mut env), StepOutcome::Ran { job, finished: false, .. } if job == b)
     );
+    let slices = steps_until_done(&mut sched, &mut env, b, 100);
+    assert_eq!(slices.len(), operators, "one operator a step: {slices:?}");
+    assert!(slices[..operators - 1]
+        .iter()
+        .all(|o| matches!(o, StepOutcome::Ran { job, finished: false, .. } if *job == b)));
+    assert_eq!(env.npu.state(), synaptic_runtime::npu::NpuState::Busy);
     let mut out = [0u8; 4];
     sched.get_result(b, &mut out).unwrap();
     assert_eq!(out.to_vec(), golden(GOLDEN_SPEECH, "no"));
@@ -286,6 +317,215 @@ fn overlap_runs_a_cpu_model_while_the_npu_is_busy() {
     let mut stub = [0u8; 4];
     stub_output(SEED, s.raw(), yes, &mut stub);
     assert_eq!(out, stub);
+    // The CPU step's time is its start's and its slices' (at least a tick
+    // each), booked as interpreter time and learnt as its service time.
+    let p = rig.profiler.last().unwrap();
+    assert_eq!(p.interpreter_us, 0, "the last job ran on the NPU");
+    let t = rig
+        .registry
+        .service_time(h, Device::CpuInterpreter)
+        .unwrap();
+    assert_eq!(t.samples(), 1);
+    assert!(t.estimate_us().unwrap() as usize >= operators * TICK_US as usize);
+}
+
+#[test]
+fn an_npu_job_finishing_during_a_sliced_cpu_job_gets_the_next_started_at_once() {
+    let mut rig = Rig::new();
+    rig.npu.set_latency_us(20);
+    let (s, on_npu) = rig.model(&ModelDesc::int8("stub", &[4], 4).unwrap());
+    let (h, on_cpu) = rig.model(&person(DeviceMask::CPU_INTERPRETER));
+    let meta = rig.registry.info(h).unwrap().input;
+    let small = rig.registry.info(s).unwrap().input;
+    let frame = leak(int8(PERSON));
+    let mut arena = vec![0u8; 78_752 + 9_216 + 2];
+    let mut cpu = TfliteDevice::new(&mut arena);
+    cpu.init().unwrap();
+    let mut work = [0u8; 1024];
+    let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
+    sched.set_overlap(true).unwrap();
+    let mut env = rig.env(Some(&mut cpu));
+    let submit = |sched: &mut Scheduler<'_, 4>, env: &mut Env<'_, _, _, 4, 4, 4>, p, t| {
+        sched
+            .submit(JobRequest::new(p, t), env.pipelines, env.clock)
+            .unwrap()
+    };
+    let c = submit(&mut sched, &mut env, on_cpu, tensor(meta, frame));
+    let n1 = submit(&mut sched, &mut env, on_npu, tensor(small, &[1, 2, 3, 4]));
+    let n2 = submit(&mut sched, &mut env, on_npu, tensor(small, &[5, 6, 7, 8]));
+    // (job, step) of each job's completion (one step may end one job and
+    // start another: its outcome names the started one, so read statuses).
+    let mut done_at: Vec<(JobId, usize)> = Vec::new();
+    for k in 0..200 {
+        if sched.step(&mut env) == StepOutcome::Idle {
+            break;
+        }
+        for j in [c, n1, n2] {
+            let done = matches!(sched.status(j), Ok(JobStatus::Done(_)));
+            if done && !done_at.iter().any(|(d, _)| *d == j) {
+                done_at.push((j, k));
+            }
+        }
+    }
+    // Both NPU jobs ran one after the other while the CPU job was still in
+    // its slices: the NPU was handed its next job without waiting for it.
+    let order: Vec<JobId> = done_at.iter().map(|(j, _)| *j).collect();
+    assert_eq!(order, [n1, n2, c], "{done_at:?}");
+    assert_eq!(rig.npu.invoke_count(), 2);
+    assert_eq!(cpu.invoke_count(), 1);
+    let mut out = [0u8; 4];
+    sched.get_result(c, &mut out).unwrap();
+    assert_eq!(out[..2].to_vec(), golden(GOLDEN_PERSON, "person"));
+}
+
+#[test]
+fn a_cancelled_sliced_cpu_job_stops_and_the_device_runs_the_next() {
+    let mut rig = Rig::new();
+    let (h, on_cpu) = rig.model(&person(DeviceMask::CPU_INTERPRETER));
+    let meta = rig.registry.info(h).unwrap().input;
+    let (frame, other) = (leak(int8(PERSON)), leak(int8(NO_PERSON)));
+    let mut arena = vec![0u8; 78_752 + 9_216 + 2];
+    let mut cpu = TfliteDevice::new(&mut arena);
+    cpu.init().unwrap();
+    let mut work = [0u8; 1024];
+    let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
+    sched.set_overlap(true).unwrap();
+    let mut env = rig.env(Some(&mut cpu));
+    let c = sched
+        .submit(
+            JobRequest::new(on_cpu, tensor(meta, frame)),
+            env.pipelines,
+            env.clock,
+        )
+        .unwrap();
+    for _ in 0..3 {
+        assert!(
+            matches!(sched.step(&mut env), StepOutcome::Ran { job, finished: false, .. } if job == c)
+        );
+    }
+    let busy = synaptic_runtime::npu::NpuState::Busy;
+    assert_eq!(env.cpu.as_deref().unwrap().state(), busy);
+    assert_eq!(sched.set_overlap(false), Err(SchedError::InvalidArgument));
+    sched.cancel(c).unwrap();
+    assert_eq!(sched.set_overlap(false), Ok(()), "no job on a device");
+    sched.set_overlap(true).unwrap();
+    // The next step aborts the orphaned run: nothing left to do.
+    assert_eq!(sched.step(&mut env), StepOutcome::Idle);
+    assert_eq!(
+        env.cpu.as_deref().unwrap().state(),
+        synaptic_runtime::npu::NpuState::Idle
+    );
+    let out = {
+        let d = sched
+            .submit(
+                JobRequest::new(on_cpu, tensor(meta, other)),
+                env.pipelines,
+                env.clock,
+            )
+            .unwrap();
+        sched.wait(d, u64::MAX, &mut env).unwrap();
+        let mut out = [0u8; 2];
+        sched.get_result(d, &mut out).unwrap();
+        out
+    };
+    assert_eq!(out.to_vec(), golden(GOLDEN_PERSON, "no_person"));
+    assert_eq!(cpu.invoke_count(), 2);
+    assert_eq!(
+        rig.profiler.summary().count,
+        1,
+        "the cancelled job is not profiled"
+    );
+}
+
+/// Copies its input (a stage for the ordering test).
+fn copy_stage(
+    input: &TensorRef<'_>,
+    out: &mut [u8],
+    _: &synaptic_runtime::process::stages::StageConfig,
+) -> Result<TensorMeta, synaptic_runtime::process::ProcessError> {
+    let n = input.data().len();
+    out[..n].copy_from_slice(input.data());
+    Ok(input.meta())
+}
+
+#[test]
+fn a_realtime_job_takes_the_cpu_at_the_stage_boundary_of_a_sliced_step() {
+    use synaptic_abi::Priority;
+    use synaptic_runtime::pipeline::Stage;
+    use synaptic_runtime::process::stages::StageConfig;
+    let mut rig = Rig::new();
+    let (h, rt_pipeline) = rig.model(&speech(DeviceMask::CPU_INTERPRETER));
+    // The NORMAL job: a stage, the same model on the CPU, a stage.
+    let stage = Stage {
+        name: "copy",
+        func: copy_stage,
+        config: StageConfig::None,
+    };
+    let normal = rig.pool.create("normal").unwrap();
+    rig.pool.add_preprocess(normal, stage).unwrap();
+    rig.pool.add_model(normal, h).unwrap();
+    rig.pool.add_postprocess(normal, stage).unwrap();
+    rig.pool.build(normal).unwrap();
+    let meta = rig.registry.info(h).unwrap().input;
+    let (yes, no) = (leak(int8(YES)), leak(int8(NO)));
+    let mut arena = vec![0u8; 6_224 + 1_960 + 4];
+    let mut cpu = TfliteDevice::new(&mut arena);
+    cpu.init().unwrap();
+    let mut work = vec![0u8; 4 * 2 * 2048];
+    let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
+    sched.set_overlap(true).unwrap();
+    let mut env = rig.env(Some(&mut cpu));
+    let n = sched
+        .submit(
+            JobRequest::new(normal, tensor(meta, yes)),
+            env.pipelines,
+            env.clock,
+        )
+        .unwrap();
+    let ran = |job, step, finished| StepOutcome::Ran {
+        job,
+        step,
+        finished,
+    };
+    // The stage, then the model step starts on the CPU and takes a slice.
+    assert_eq!(sched.step(&mut env), ran(n, 0, false));
+    assert_eq!(sched.step(&mut env), ran(n, 1, false));
+    assert_eq!(sched.step(&mut env), ran(n, 1, false));
+    let r = sched
+        .submit(
+            JobRequest {
+                priority: Priority::RealTime,
+                ..JobRequest::new(rt_pipeline, tensor(meta, no))
+            },
+            env.pipelines,
+            env.clock,
+        )
+        .unwrap();
+    // The REALTIME job waits for the CPU (a model step is not cut), and
+    // starts in the step right after the NORMAL job's model step ends (a
+    // device freed by a slice is held for one turn, for arrivals): before
+    // that job's next stage.
+    let mut seen = Vec::new();
+    loop {
+        let o = sched.step(&mut env);
+        seen.push(o);
+        if o == ran(r, 0, false) {
+            break;
+        }
+        assert_eq!(o, ran(n, 1, false), "{seen:?}");
+        assert!(seen.len() < 20, "{seen:?}");
+    }
+    assert!(matches!(
+        sched.status(n),
+        Ok(JobStatus::Running { next_step: 2 })
+    ));
+    sched.wait(r, u64::MAX, &mut env).unwrap();
+    let mut out = [0u8; 4];
+    sched.get_result(r, &mut out).unwrap();
+    assert_eq!(out.to_vec(), golden(GOLDEN_SPEECH, "no"));
+    sched.wait(n, u64::MAX, &mut env).unwrap();
+    sched.get_result(n, &mut out).unwrap();
+    assert_eq!(out.to_vec(), golden(GOLDEN_SPEECH, "yes"));
 }
 
 #[test]
@@ -357,4 +597,71 @@ fn absent_devices_and_bad_images_are_clear_errors() {
     let out = run(&mut sched, &mut rig.env(Some(&mut cpu)), kws, meta, input).unwrap();
     assert_eq!(out, golden(GOLDEN_SPEECH, "yes"));
     assert_eq!(DType::Int8, meta.dtype);
+}
+
+#[test]
+fn the_sliced_device_gives_the_synchronous_output_and_can_be_aborted() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use synaptic_runtime::npu::{NpuModel, NpuRun, NpuState};
+    static DONE: AtomicUsize = AtomicUsize::new(0);
+    fn done(context: usize, result: Result<NpuRun, NpuError>) {
+        // A failed run is told as 100 + context.
+        DONE.store(
+            context + if result.is_ok() { 0 } else { 100 },
+            Ordering::SeqCst,
+        );
+    }
+    let mut rig = Rig::new();
+    let (h, _) = rig.model(&person(DeviceMask::CPU_INTERPRETER));
+    let model: NpuModel = rig.registry.device_model(h).unwrap();
+    let operators = synaptic_tflite::Model::parse(PERSON_DETECT)
+        .unwrap()
+        .operator_count();
+    let mut arena = vec![0u8; 78_752 + 9_216 + 2];
+    let mut cpu = TfliteDevice::new(&mut arena);
+    cpu.init().unwrap();
+    cpu.load_model(&model).unwrap();
+    for input in [PERSON, NO_PERSON] {
+        let input = int8(input);
+        cpu.set_input(&input).unwrap();
+        cpu.invoke().unwrap();
+        let mut sync = [0u8; 2];
+        cpu.get_output(&mut sync).unwrap();
+
+        cpu.set_input(&input).unwrap();
+        cpu.invoke_async(done, 7).unwrap();
+        assert_eq!(cpu.state(), NpuState::Busy);
+        assert_eq!(
+            cpu.set_input(&input),
+            Err(NpuError::WrongState(NpuState::Busy))
+        );
+        let mut polls = 1;
+        while !cpu.poll() {
+            polls += 1;
+            assert_eq!(cpu.state(), NpuState::Busy);
+        }
+        assert_eq!(polls, operators, "one operator a poll");
+        assert_eq!(DONE.swap(0, Ordering::SeqCst), 7);
+        assert_eq!(cpu.state(), NpuState::Idle);
+        assert!(!cpu.poll(), "nothing in flight");
+        let mut sliced = [0u8; 2];
+        cpu.get_output(&mut sliced).unwrap();
+        assert_eq!(sliced, sync);
+    }
+    // Aborted: idle, no output, no callback; the next run is whole.
+    cpu.set_input(&int8(PERSON)).unwrap();
+    cpu.invoke_async(done, 9).unwrap();
+    cpu.poll();
+    assert!(cpu.abort());
+    assert!(!cpu.abort(), "nothing left to abort");
+    assert_eq!(cpu.state(), NpuState::Idle);
+    assert_eq!(DONE.load(Ordering::SeqCst), 0);
+    assert_eq!(cpu.get_output(&mut [0u8; 2]), Err(NpuError::NoOutput));
+    // Unloaded under a run: the next poll fails it, and the error clears.
+    cpu.invoke_async(done, 9).unwrap();
+    cpu.unload_model();
+    assert!(cpu.poll());
+    assert_eq!(cpu.state(), NpuState::Error);
+    assert_eq!(DONE.load(Ordering::SeqCst), 109);
+    cpu.clear_error().unwrap();
 }

@@ -19,6 +19,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Sliced runs
+//!
+//! [`Interpreter::step`] runs one operator per call, so a caller can bound
+//! the time it gives the interpreter at once (a scheduler that keeps other
+//! devices fed between operators). [`Interpreter::checkpoint`] and
+//! [`Interpreter::resume`] let the run outlive the interpreter's borrow of
+//! the arena: the plan stays in the arena, the [`Checkpoint`] holds the
+//! next operator. The output is the same bytes as [`Interpreter::invoke`]'s.
+//!
 //! # What runs
 //!
 //! Int8 CONV_2D and DEPTHWISE_CONV_2D (per-channel or per-tensor filters,
@@ -244,6 +253,35 @@ pub struct Interpreter<'m, 'a> {
     activations: usize,
     /// Bookkeeping plus the planned peak.
     required: usize,
+    /// The operator [`Interpreter::step`] runs next.
+    next: usize,
+}
+
+/// Where a sliced run ([`Interpreter::step`]) stands, to go on with it
+/// through a later borrow of the same arena ([`Interpreter::resume`]): a
+/// device that runs one operator per call keeps this between calls instead
+/// of an interpreter that would borrow its arena all along.
+///
+/// It holds only the plan's dimensions and the next operator; the plan
+/// itself stays in the arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    activations: usize,
+    required: usize,
+    operators: usize,
+    next: usize,
+}
+
+impl Checkpoint {
+    /// The operator the run goes on with (the operator count once done).
+    pub const fn next_operator(&self) -> usize {
+        self.next
+    }
+
+    /// Whether every operator ran.
+    pub const fn is_done(&self) -> bool {
+        self.next >= self.operators
+    }
 }
 
 impl<'m, 'a> Interpreter<'m, 'a> {
@@ -314,7 +352,84 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             arena,
             activations: bookkeeping,
             required,
+            next: 0,
         })
+    }
+
+    /// An interpreter over `arena` as `checkpoint` left it: no planning
+    /// (the plan is read from the arena), the run going on at the
+    /// checkpoint's operator.
+    ///
+    /// `arena` must be the one the checkpoint was taken on, unchanged
+    /// since but for the input's bytes, with the same `model`: anything
+    /// else gives a meaningless result (never undefined behaviour or a
+    /// panic: every read of the plan is bounds-checked).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ArenaTooSmall`] for an arena shorter than the plan;
+    /// [`Error::Internal`] when `model` has a different operator count.
+    pub fn resume(
+        model: &'m Model<'m>,
+        arena: &'a mut [u8],
+        checkpoint: Checkpoint,
+    ) -> Result<Self, Error> {
+        if arena.len() < checkpoint.required {
+            return Err(Error::ArenaTooSmall {
+                needed: checkpoint.required,
+                available: arena.len(),
+            });
+        }
+        if model.operator_count() != checkpoint.operators
+            || checkpoint.activations > checkpoint.required
+        {
+            return Err(Error::Internal("checkpoint of another model"));
+        }
+        Ok(Self {
+            model,
+            arena,
+            activations: checkpoint.activations,
+            required: checkpoint.required,
+            next: checkpoint.next,
+        })
+    }
+
+    /// Where the sliced run stands, for [`Interpreter::resume`].
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            activations: self.activations,
+            required: self.required,
+            operators: self.model.operator_count(),
+            next: self.next,
+        }
+    }
+
+    /// Starts a new sliced run: the next [`step`](Self::step) runs the
+    /// first operator. (A new interpreter starts there already.)
+    pub fn rewind(&mut self) {
+        self.next = 0;
+    }
+
+    /// Runs the next operator of a sliced run; `Ok(true)` once every
+    /// operator has run (then the outputs are valid and further calls do
+    /// nothing until [`rewind`](Self::rewind)).
+    ///
+    /// The operators run in the same order, on the same bytes, as in
+    /// [`invoke`](Self::invoke), so the output is the same, byte for byte;
+    /// only the caller may do other work between them. Write the inputs
+    /// before the first step.
+    ///
+    /// # Errors
+    ///
+    /// As [`invoke`](Self::invoke); the run then stays at the failed
+    /// operator.
+    pub fn step(&mut self) -> Result<bool, Error> {
+        let operators = self.model.operator_count();
+        if self.next < operators {
+            self.run(self.next)?;
+            self.next += 1;
+        }
+        Ok(self.next >= operators)
     }
 
     /// The requantisation multiplier of output channel `c`, computed from
@@ -489,9 +604,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if r.offset == NONE {
             return Err(Error::Internal("tensor not planned"));
         }
-        let start = self.activations + r.offset as usize;
         let len = self.model.tensor(t)?.byte_len();
-        Ok(start..start + len)
+        // Checked: a resumed plan is read back from the arena.
+        let start = self
+            .activations
+            .checked_add(r.offset as usize)
+            .ok_or(SHAPE)?;
+        Ok(start..start.checked_add(len).ok_or(SHAPE)?)
     }
 
     /// The bytes of graph input `index` (int8 values as two's-complement bytes).
@@ -550,6 +669,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             let range = self.range(self.model.prepare(k)?.output)?;
             observe(k, self.arena.get(range).ok_or(SHAPE)?);
         }
+        // A whole run: a sliced one would have nothing left to do.
+        self.next = self.model.operator_count();
         Ok(())
     }
 
@@ -573,6 +694,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             input.start - base..input.end - base,
             output.start - base..output.end - base,
         );
+        if input.start > activations.len() || output.start > activations.len() {
+            return Err(SHAPE);
+        }
         let (x, y): (&[u8], &mut [u8]) = if input.end <= output.start {
             let (low, high) = activations.split_at_mut(output.start);
             (

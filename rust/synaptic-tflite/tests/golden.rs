@@ -138,3 +138,71 @@ fn micro_speech_is_bit_exact() {
     assert!(compared > 0);
     assert_eq!(differing, 0);
 }
+
+/// A sliced run (one operator per call, the interpreter dropped and resumed
+/// from its checkpoint between calls) gives the golden output, the same as
+/// `invoke`.
+#[test]
+fn sliced_runs_resumed_from_checkpoints_are_bit_exact() {
+    for (name, shipped) in [
+        ("person_detect", ["person", "no_person"]),
+        ("micro_speech", ["yes", "no"]),
+    ] {
+        let bytes = read(&format!("{name}.tflite"));
+        let model = Model::parse(&bytes).expect("model parses");
+        let golden = String::from_utf8(read(&format!("golden/{name}.txt"))).unwrap();
+        let mut arena = vec![0u8; 256 * 1024];
+        for label in shipped {
+            let want = golden
+                .lines()
+                .find_map(|l| l.strip_prefix(label).and_then(|r| r.strip_prefix(' ')))
+                .expect("golden line");
+            let input: Vec<u8> = read(&format!("inputs/{label}.u8"))
+                .iter()
+                .map(|b| b ^ 0x80)
+                .collect();
+            let mut interpreter = Interpreter::new(&model, &mut arena).unwrap();
+            interpreter.input_mut(0).unwrap().copy_from_slice(&input);
+            let mut checkpoint = interpreter.checkpoint();
+            assert_eq!(checkpoint.next_operator(), 0);
+            let mut slices = 0;
+            while !checkpoint.is_done() {
+                let mut resumed = Interpreter::resume(&model, &mut arena, checkpoint).unwrap();
+                let done = resumed.step().unwrap();
+                checkpoint = resumed.checkpoint();
+                assert_eq!(done, checkpoint.is_done());
+                slices += 1;
+            }
+            assert_eq!(
+                slices,
+                model.operator_count(),
+                "{name}: one operator a slice"
+            );
+            let mut resumed = Interpreter::resume(&model, &mut arena, checkpoint).unwrap();
+            // Done: a further step runs nothing.
+            assert!(resumed.step().unwrap());
+            assert_eq!(hex(resumed.output(0).unwrap()), want, "{name}/{label}");
+            // The whole run, once more, agrees.
+            resumed.rewind();
+            resumed.input_mut(0).unwrap().copy_from_slice(&input);
+            resumed.invoke().unwrap();
+            assert_eq!(hex(resumed.output(0).unwrap()), want, "{name}/{label}");
+        }
+        // A checkpoint is refused by another model or a short arena.
+        let interpreter = Interpreter::new(&model, &mut arena).unwrap();
+        let checkpoint = interpreter.checkpoint();
+        let needed = interpreter.arena_required();
+        let mut short = vec![0u8; needed - 1];
+        assert!(matches!(
+            Interpreter::resume(&model, &mut short, checkpoint),
+            Err(synaptic_tflite::Error::ArenaTooSmall { .. })
+        ));
+        let other = read(if name == "micro_speech" {
+            "person_detect.tflite"
+        } else {
+            "micro_speech.tflite"
+        });
+        let other = Model::parse(&other).unwrap();
+        assert!(Interpreter::resume(&other, &mut arena, checkpoint).is_err());
+    }
+}

@@ -29,8 +29,10 @@
 //! execution device, the CPU interpreter
 //! (`synaptic_runtime::device::TfliteDevice`, its arena a static of
 //! `CONFIG_SYNAPTIC_CPU_INTERPRETER_ARENA_SIZE` bytes): models registered
-//! for it run on CPU0's core, synchronously inside the serving thread's
-//! scheduler step; models for the NPU stay on the stub. Every output the
+//! for it run on CPU0's core inside the serving thread, one operator per
+//! scheduler step (the device is sliced; the service runs in overlap
+//! mode), so the stub NPU gets its next job between two operators; models
+//! for the NPU stay on the stub. Every output the
 //! interpreter produces is recorded for the `syn ipc status` view and
 //! printed on CPU0's log, with the predicted label when the application
 //! named the model's classes ([`label_outputs`]).
@@ -756,6 +758,10 @@ impl<D: NpuDevice> NpuDevice for Observed<D> {
     }
     fn clear_error(&mut self) -> Result<(), NpuError> {
         self.device.clear_error()
+    }
+    // Forwarded: the sliced CPU device stops a cancelled job's run.
+    fn abort(&mut self) -> bool {
+        self.device.abort()
     }
 }
 
