@@ -46,7 +46,12 @@
 //!   thread: every `step` first runs one slice of it, then collects and
 //!   feeds the NPU. A slice counts as a step that ran
 //!   ([`StepOutcome::Ran`] of that job, unfinished), so the caller keeps
-//!   stepping rather than waiting. The step's time is the **sum of its
+//!   stepping rather than waiting. Two exceptions keep a `RealTime` job off
+//!   the slices: while one waits for the NPU or runs on it and the NPU's
+//!   step is done or predicted to end within the longest slice seen, the
+//!   slice is put off (the outcome is [`StepOutcome::Waiting`] when nothing
+//!   else ran: the caller waits for the NPU); and an NPU freed during a
+//!   slice is fed before the next slice. The step's time is the **sum of its
 //!   slices** (and of its start), not the wall time from start to done:
 //!   between slices the thread runs other jobs' stages and hands the NPU
 //!   its jobs, which is not interpreter work. That sum is booked as
@@ -413,6 +418,12 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     random: u32,
     /// `Normal` / `BestEffort` arbitration ([`crate::arbiter`]).
     wrr: Wrr,
+    /// The longest slice of the sliced CPU device seen, µs: how long a
+    /// slice started now may hold the thread (see [`Scheduler::step`]).
+    slice_us: u64,
+    /// The NPU was freed during the last turn's slice and held: this turn
+    /// feeds it before any slice (see [`Scheduler::step`]).
+    feed_npu: bool,
 }
 
 /// A model step on a device in overlap mode: which model, since when,
@@ -503,6 +514,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             runs: [None; 2],
             random: DEFAULT_RANDOM_SEED,
             wrr: Wrr::new(DEFAULT_WEIGHTS),
+            slice_us: 0,
+            feed_npu: false,
         }
     }
 
@@ -1028,9 +1041,24 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // taken, the next step started (a freed device's next job first),
         // and the collected jobs are moved on. The NPU is collected after
         // the slice, so one that finished during it is fed in this turn.
+        //
+        // A REALTIME job waiting for the NPU, or running on it, is not made
+        // to wait for a slice: when the NPU's step is done, or predicted to
+        // end within the longest slice seen, the slice waits for a later
+        // turn (the caller waits for the NPU, StepOutcome::Waiting). And an
+        // NPU held last turn (below) is fed this turn before any slice: a
+        // slice first would let a job that arrives during it find the NPU
+        // taken by an older one that started after it arrived.
+        let feed_npu = core::mem::take(&mut self.feed_npu);
         let (cpu_done, sliced, slice, npu_done) = if self.overlap {
-            let (cpu_done, sliced) = self.collect(Device::CpuInterpreter, env);
-            let slice = sliced
+            let (cpu_done, sliced) = if feed_npu || self.defer_slice(env) {
+                (None, false)
+            } else {
+                self.collect(Device::CpuInterpreter, env)
+            };
+            // A slice put off to feed the NPU is still due: the caller
+            // steps again at once, as after a slice.
+            let slice = (sliced || feed_npu)
                 .then(|| self.in_flight(Device::CpuInterpreter))
                 .flatten();
             (cpu_done, sliced, slice, self.collect(Device::Npu, env).0)
@@ -1049,6 +1077,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // the caller first submits what arrived while the slice held the
         // thread (a REALTIME job must not find it taken by an older one).
         let held = [sliced && npu_done.is_some(), sliced && cpu_done.is_some()];
+        self.feed_npu = held[0];
         let ran = self.run_next(busy, held, env);
         let npu_advanced = npu_done.map(|c| self.advance(c, env));
         let cpu_advanced = cpu_done.map(|c| self.advance(c, env));
@@ -1062,6 +1091,65 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             } else {
                 StepOutcome::Idle
             })
+    }
+
+    /// Whether this turn's CPU slice is put off for a REALTIME job: a
+    /// sliced CPU step is in flight, a REALTIME job runs on the NPU or can
+    /// be started there (queued or running, not placed on the CPU), and the
+    /// NPU's step is done or predicted to end within the longest slice
+    /// seen. A slice holds the thread for its whole length, so an NPU that
+    /// finishes during it is collected only after it: put off, the slice
+    /// costs the CPU at most that much idle time, and the REALTIME job gets
+    /// the NPU as it frees (or its own result as it is ready). Not when the
+    /// NPU has no prediction for its step, or has overrun it by more than a
+    /// slice (the CPU would idle on a guess).
+    fn defer_slice<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &self,
+        env: &Env<'_, N, C, M, P, S>,
+    ) -> bool {
+        let cpu = Device::CpuInterpreter.index();
+        let (Some(cpu_run), Some(npu_run)) = (self.runs[cpu], self.runs[Device::Npu.index()])
+        else {
+            return false;
+        };
+        if !cpu_run.sliced || self.on_device[cpu].is_none() {
+            return false;
+        }
+        let realtime = |i: usize| {
+            self.slots[i]
+                .request
+                .as_ref()
+                .is_some_and(|r| r.priority == Priority::RealTime)
+        };
+        let rt_on_npu = self.on_device[Device::Npu.index()].is_some_and(realtime);
+        let rt_for_npu = || {
+            self.slots.iter().enumerate().any(|(i, s)| {
+                let next = match s.state {
+                    State::Running { next, .. } => next,
+                    State::Queued => 0,
+                    _ => return false,
+                };
+                let on_cpu = s.placed == Some((next, Device::CpuInterpreter));
+                !on_cpu && realtime(i)
+            })
+        };
+        if !(rt_on_npu || rt_for_npu()) {
+            return false;
+        }
+        if env.npu.state() != NpuState::Busy {
+            return true;
+        }
+        let Some(whole) = env
+            .registry
+            .service_time(npu_run.model, Device::Npu)
+            .ok()
+            .and_then(|t| t.estimate_us())
+        else {
+            return false;
+        };
+        let ran = env.clock.now_us().saturating_sub(npu_run.started_us);
+        let whole = u64::from(whole);
+        ran.saturating_add(self.slice_us) > whole && ran <= whole.saturating_add(self.slice_us)
     }
 
     /// The job whose step is on `device`, as a step that ran unfinished.
@@ -1342,6 +1430,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     if let Some(run) = &mut self.runs[k] {
                         run.busy_us = run.busy_us.saturating_add(spent);
                     }
+                    self.slice_us = self.slice_us.max(spent);
                     self.mark_late();
                     sliced = true;
                 }

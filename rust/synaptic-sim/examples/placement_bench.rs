@@ -35,9 +35,16 @@
 //! Per policy and load it prints throughput, per-class mean and p99
 //! latency, drops, device utilisation, and the latency model's
 //! ([`synaptic_runtime::latency::predict_wrr`], with the scheduler's WRR
-//! weights) predicted mean per class against the measured one. The model is applied per device with each class's
-//! arrivals split by where the placement actually sent them (measured), and
-//! its per-device means are combined weighted by that split.
+//! weights) predicted mean per class against the measured one. For npu,
+//! cpu and random (routing blind to the devices' state) the model is
+//! applied per device with each class's arrivals split by where the
+//! placement actually sent them (measured), and its per-device means are
+//! combined weighted by that split. For eft (routing to the device that
+//! finishes first) the two devices are one pooled two-server queue
+//! ([`synaptic_runtime::latency::predict_pooled`]); for busy (the NPU when
+//! idle, else an idle CPU, else queue at the NPU) the CPU is the NPU's
+//! overflow ([`synaptic_runtime::latency::predict_overflow`]), on the
+//! measured split.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -45,7 +52,9 @@ use std::io::Write;
 use synaptic_abi::Priority;
 use synaptic_runtime::arena::{DType, TensorMeta, TensorRef};
 use synaptic_runtime::device::{Device, DeviceMask, Policy};
-use synaptic_runtime::latency::{predict_wrr, ClassLoad};
+use synaptic_runtime::latency::{
+    predict_overflow, predict_pooled, predict_wrr, ClassLoad, PooledClass,
+};
 use synaptic_runtime::npu::{
     stub_output, NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState,
     StubNpu,
@@ -489,6 +498,37 @@ fn run(policy: Policy, load: f64) -> Run {
         predict_wrr(&device_load[0], weights),
         predict_wrr(&device_load[1], weights),
     ];
+    // Routing by the devices' state. Earliest finish: the pooled
+    // two-server model, each class's service on either device that of the
+    // class's measured jobs. Busy-aware: the NPU with the CPU as its
+    // overflow, on the measured split.
+    let mut pooled_load = [PooledClass::IDLE; 3];
+    for class in CLASSES {
+        let jobs: Vec<&&Done> = measured.iter().filter(|d| d.class == class).collect();
+        if jobs.is_empty() {
+            continue;
+        }
+        let n = jobs.len() as f64;
+        let mean = |times: [u64; 2]| jobs.iter().map(|d| times[d.model] as f64).sum::<f64>() / n;
+        let npu_mean = mean(NPU_US);
+        let second = jobs
+            .iter()
+            .map(|d| (NPU_US[d.model] as f64).powi(2))
+            .sum::<f64>()
+            / n;
+        let on = |device| jobs.iter().filter(|d| d.device == device).count() as f32;
+        pooled_load[class.index()] = PooledClass {
+            arrivals_per_s: (n / measured_s) as f32,
+            service_us: [npu_mean as f32, mean(CPU_US) as f32],
+            service_scv: (second / (npu_mean * npu_mean) - 1.0) as f32,
+            share: [on(Device::Npu), on(Device::CpuInterpreter)],
+        };
+    }
+    let by_state = match policy {
+        Policy::EarliestFinish => Some(predict_pooled(&pooled_load, weights)),
+        Policy::BusyAware => Some(predict_overflow(&device_load[0], &device_load[1], weights)),
+        _ => None,
+    };
 
     let mut class = [ClassFigures::default(); 3];
     for c in CLASSES {
@@ -521,7 +561,10 @@ fn run(policy: Policy, load: f64) -> Run {
                 }
             }
         }
-        f.predicted_us = (stable && weight > 0.0).then(|| sum / weight);
+        f.predicted_us = match &by_state {
+            Some(model) => model[c.index()].map(|p| f64::from(p.mean_us)),
+            None => (stable && weight > 0.0).then(|| sum / weight),
+        };
     }
     let mut predictions = Vec::new();
     for (m, (h, _)) in handles.iter().enumerate() {
