@@ -528,6 +528,19 @@ mod tests {
         );
     }
 
+    /// Every class of `out` predicted as `one` predicts it.
+    fn same_classes(
+        out: &[Option<ClassLatency>; Priority::COUNT],
+        one: &[Option<ClassLatency>; Priority::COUNT],
+    ) {
+        for k in [RT, N, BE] {
+            let (a, b) = (out[k].unwrap(), one[k].unwrap());
+            close(a.mean_wait_us, b.mean_wait_us);
+            close(a.mean_us, b.mean_us);
+            close(a.p95_us, b.p95_us);
+        }
+    }
+
     fn only(class: usize, l: ClassLoad) -> [ClassLoad; 3] {
         let mut load = [ClassLoad::IDLE; 3];
         load[class] = l;
@@ -689,12 +702,7 @@ mod tests {
                 share: [0.3, 0.7],
             });
             let out = predict_pooled(&load, DEFAULT_WEIGHTS);
-            for k in [RT, N, BE] {
-                let (a, b) = (out[k].unwrap(), one[k].unwrap());
-                close(a.mean_wait_us, b.mean_wait_us);
-                close(a.mean_us, b.mean_us);
-                close(a.p95_us, b.p95_us);
-            }
+            same_classes(&out, &one);
         }
     }
 
@@ -791,12 +799,7 @@ mod tests {
         primary[BE] = ClassLoad::exponential(100.0, 1_500.0);
         let one = predict_wrr(&primary, DEFAULT_WEIGHTS);
         let out = predict_overflow(&primary, &[ClassLoad::IDLE; 3], DEFAULT_WEIGHTS);
-        for k in [RT, N, BE] {
-            let (a, b) = (out[k].unwrap(), one[k].unwrap());
-            close(a.mean_wait_us, b.mean_wait_us);
-            close(a.mean_us, b.mean_us);
-            close(a.p95_us, b.p95_us);
-        }
+        same_classes(&out, &one);
     }
 
     #[test]
