@@ -867,20 +867,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         };
         let sample = u32::try_from(latency_us).unwrap_or(u32::MAX).max(1);
         let e = &mut self.exports[entry];
-        let estimate = if e.estimate_us == 0 {
+        e.estimate_us = if e.estimate_us == 0 {
             sample
         } else {
             // est += (sample - est) / 4, in integers.
             let est = i64::from(e.estimate_us);
             (est + (i64::from(sample) - est) / 4).clamp(1, i64::from(u32::MAX)) as u32
         };
-        // Unchanged (steady service): the shared words already say it; a
-        // peer's scribble over them is undone by `repair_estimates`.
-        if estimate != e.estimate_us {
-            e.estimate_us = estimate;
-            self.region
-                .publish_service_time(entry, model.raw(), estimate);
-        }
+        self.region
+            .publish_service_time(entry, model.raw(), e.estimate_us);
     }
 
     /// One turn of CPU0's serving thread: take every request waiting in
