@@ -33,12 +33,10 @@
 //!   step starts its device with `invoke_async` and the job waits on the
 //!   device while other jobs' steps run; the next `step` after the device
 //!   finishes collects its output and, in the same call, starts the next
-//!   model step, so the device waits only for that hand-over (an NPU that
-//!   is done as soon as it starts, a null executor, is collected in the
-//!   step that started it). Each device has its own step in flight (one
-//!   per [`Device`]), so the NPU and the CPU interpreter run two jobs at
-//!   once. While a job's device is busy, a job whose next step was placed
-//!   there waits
+//!   model step, so the device waits only for that hand-over. Each device
+//!   has its own step in flight (one per [`Device`]), so the NPU and the
+//!   CPU interpreter run two jobs at once. While a job's device is busy, a
+//!   job whose next step was placed there waits
 //!   ([`StepOutcome::Waiting`] when nothing else can run); the caller waits
 //!   for the device's completion (an interrupt) or for new work, then steps
 //!   again.
