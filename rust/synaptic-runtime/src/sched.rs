@@ -1049,11 +1049,6 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // NPU held last turn (below) is fed this turn before any slice: a
         // slice first would let a job that arrives during it find the NPU
         // taken by an older one that started after it arrived.
-        // Nothing queued, running or on a device, and no device run left
-        // to reap (a cancelled job's): an idle turn costs these loads.
-        if self.active == 0 && !self.feed_npu && self.runs.iter().all(Option::is_none) {
-            return StepOutcome::Idle;
-        }
         let feed_npu = core::mem::take(&mut self.feed_npu);
         let (cpu_done, sliced, slice, npu_done) = if self.overlap {
             let (cpu_done, sliced) = if feed_npu || self.defer_slice(env) {

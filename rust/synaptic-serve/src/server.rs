@@ -943,13 +943,9 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 rt.clock.new_turn();
                 self.handle_valid(&msg, rt, replies, ledger);
                 work += 1;
-                // Start what it submitted now, not a turn later; a device
-                // that finished it at once: answer now, too.
-                if let StepOutcome::Ran { finished, .. } = rt.step() {
+                // Start what it submitted now, not a turn later.
+                if let StepOutcome::Ran { .. } = rt.step() {
                     work += 1;
-                    if finished {
-                        work += self.answer(rt, replies, ledger).0;
-                    }
                 }
             }
         }
