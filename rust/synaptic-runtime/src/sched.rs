@@ -1078,24 +1078,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // thread (a REALTIME job must not find it taken by an older one).
         let held = [sliced && npu_done.is_some(), sliced && cpu_done.is_some()];
         self.feed_npu = held[0];
-        let npu_free = self.on_device[Device::Npu.index()].is_none();
         let ran = self.run_next(busy, held, env);
-        // An NPU that finishes as it starts (a null executor, a fast
-        // accelerator) is collected in the same turn, not a turn later: a
-        // turn per request saved. A device still running costs one poll.
-        let at_once = if self.overlap && npu_free && self.on_device[Device::Npu.index()].is_some() {
-            self.collect(Device::Npu, env).0
-        } else {
-            None
-        };
         let npu_advanced = npu_done.map(|c| self.advance(c, env));
         let cpu_advanced = cpu_done.map(|c| self.advance(c, env));
-        let at_once = at_once.map(|c| self.advance(c, env));
         // A slice that did not end its step is work done too: the caller
         // steps again at once (the CPU device runs only when polled).
-        at_once
-            .or(ran)
-            .or(npu_advanced)
+        ran.or(npu_advanced)
             .or(cpu_advanced)
             .or(slice)
             .unwrap_or(if busy[0] || busy[1] {
@@ -2192,26 +2180,6 @@ mod tests {
         e.iter_mut().for_each(|b| *b = b.wrapping_add(1));
         assert_eq!(claim(&mut sched, id), e);
         assert_eq!(rig.profiler.last().unwrap().npu_us, NPU_US);
-        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
-    }
-
-    #[test]
-    fn overlap_collects_a_device_done_at_once_in_the_same_step() {
-        let mut rig = Rig::new();
-        rig.npu.set_latency_us(0);
-        let p = rig.pipeline("p", &[], &[]);
-        let data = [7u8; 8];
-        let mut work = [0u8; 256];
-        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
-        sched.set_overlap(true).unwrap();
-        let id = sched
-            .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
-            .unwrap();
-        // Started, done and collected in one call: the job is finished
-        // and the device free, without a second step.
-        assert_eq!(sched.step(&mut rig.env()), ran(id, 0, true));
-        assert_eq!(rig.npu.state(), NpuState::Idle);
-        assert_eq!(claim(&mut sched, id), expected(rig.model, &data));
         assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
     }
 
