@@ -531,6 +531,16 @@ impl<'d> TfliteDevice<'d> {
         }
     }
 
+    /// The resident model, when the device is idle with an input staged.
+    fn ready_to_run(&self) -> Result<Resident, NpuError> {
+        self.expect(NpuState::Idle)?;
+        let r = self.resident.ok_or(NpuError::NoModel)?;
+        if !self.input_valid {
+            return Err(NpuError::NoInput);
+        }
+        Ok(r)
+    }
+
     /// The plan's part of the arena, the output and the staged input.
     fn split(&mut self, r: &Resident) -> Result<Parts<'_>, NpuError> {
         let len = self.arena.len();
@@ -541,15 +551,22 @@ impl<'d> TfliteDevice<'d> {
         Ok((plan, output, input))
     }
 
-    fn run(&mut self, r: Resident) -> Result<(), NpuError> {
-        let (plan, output, input) = self.split(&r)?;
-        let mut interpreter =
-            Interpreter::new(&r.model, plan).map_err(|_| NpuError::ModelTooLarge)?;
+    /// An interpreter planned in `plan` with `input` copied in.
+    fn planned<'m, 'a>(
+        model: &'m Model<'m>,
+        plan: &'a mut [u8],
+        input: &[u8],
+    ) -> Result<Interpreter<'m, 'a>, NpuError> {
+        let mut interpreter = Interpreter::new(model, plan).map_err(|_| NpuError::ModelTooLarge)?;
         interpreter
             .input_mut(0)
             .map_err(|_| NpuError::DeviceFault)?
             .copy_from_slice(input);
-        interpreter.invoke().map_err(|_| NpuError::DeviceFault)?;
+        Ok(interpreter)
+    }
+
+    /// Copies a finished run's output out of the interpreter.
+    fn copy_out(interpreter: &Interpreter<'_, '_>, output: &mut [u8]) -> Result<(), NpuError> {
         let out = interpreter.output(0).map_err(|_| NpuError::DeviceFault)?;
         if out.len() != output.len() {
             return Err(NpuError::DeviceFault);
@@ -558,16 +575,18 @@ impl<'d> TfliteDevice<'d> {
         Ok(())
     }
 
+    /// A whole run in one call (the synchronous invoke).
+    fn run(&mut self, r: Resident) -> Result<(), NpuError> {
+        let (plan, output, input) = self.split(&r)?;
+        let mut interpreter = Self::planned(&r.model, plan, input)?;
+        interpreter.invoke().map_err(|_| NpuError::DeviceFault)?;
+        Self::copy_out(&interpreter, output)
+    }
+
     /// Plans a sliced run and copies the staged input in.
     fn begin(&mut self, r: Resident) -> Result<Checkpoint, NpuError> {
         let (plan, _, input) = self.split(&r)?;
-        let mut interpreter =
-            Interpreter::new(&r.model, plan).map_err(|_| NpuError::ModelTooLarge)?;
-        interpreter
-            .input_mut(0)
-            .map_err(|_| NpuError::DeviceFault)?
-            .copy_from_slice(input);
-        Ok(interpreter.checkpoint())
+        Ok(Self::planned(&r.model, plan, input)?.checkpoint())
     }
 
     /// One operator of the sliced run; the checkpoint after it, and on the
@@ -577,11 +596,7 @@ impl<'d> TfliteDevice<'d> {
         let mut interpreter =
             Interpreter::resume(&r.model, plan, at).map_err(|_| NpuError::DeviceFault)?;
         if interpreter.step().map_err(|_| NpuError::DeviceFault)? {
-            let out = interpreter.output(0).map_err(|_| NpuError::DeviceFault)?;
-            if out.len() != output.len() {
-                return Err(NpuError::DeviceFault);
-            }
-            output.copy_from_slice(out);
+            Self::copy_out(&interpreter, output)?;
         }
         Ok(interpreter.checkpoint())
     }
@@ -672,11 +687,7 @@ impl NpuDevice for TfliteDevice<'_> {
     }
 
     fn invoke(&mut self) -> Result<NpuRun, NpuError> {
-        self.expect(NpuState::Idle)?;
-        let r = self.resident.ok_or(NpuError::NoModel)?;
-        if !self.input_valid {
-            return Err(NpuError::NoInput);
-        }
+        let r = self.ready_to_run()?;
         self.invokes = self.invokes.wrapping_add(1);
         match self.run(r) {
             Ok(()) => {
@@ -692,16 +703,7 @@ impl NpuDevice for TfliteDevice<'_> {
     }
 
     fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
-        self.expect(NpuState::Idle)?;
-        if self.resident.is_none() {
-            return Err(NpuError::NoModel);
-        }
-        if !self.input_valid {
-            return Err(NpuError::NoInput);
-        }
-        let Some(r) = self.resident else {
-            return Err(NpuError::NoModel);
-        };
+        let r = self.ready_to_run()?;
         self.invokes = self.invokes.wrapping_add(1);
         self.output_valid = false;
         match self.begin(r) {

@@ -472,6 +472,11 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
         self.latency_us = latency_us;
     }
 
+    /// The device time each invoke takes.
+    pub fn latency_us(&self) -> u64 {
+        self.latency_us
+    }
+
     /// Makes every `n`th invoke (counting from 1 since creation) fail; `None` never.
     pub fn fail_every(&mut self, n: Option<NonZeroU32>) {
         self.fail_every = n;

@@ -21,7 +21,8 @@
 //! every slot taken is dropped (the `-EAGAIN` a full server gives), and
 //! counted.
 //!
-//! The NPU runs asynchronously. The CPU interpreter is a **sliced** device,
+//! Both devices are `synaptic_sim::devices::TimedStub`s. The NPU runs
+//! asynchronously. The CPU interpreter is a **sliced** device,
 //! as `synaptic_runtime::device::TfliteDevice` is: started asynchronously,
 //! it runs only when the scheduler polls it, at most `SLICE_US` = 10 ms of
 //! its inference per poll (the fake clock advances by that on the
@@ -55,14 +56,12 @@ use synaptic_runtime::device::{Device, DeviceMask, Policy};
 use synaptic_runtime::latency::{
     predict_overflow, predict_pooled, predict_wrr, ClassLoad, PooledClass,
 };
-use synaptic_runtime::npu::{
-    stub_output, NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState,
-    StubNpu,
-};
+use synaptic_runtime::npu::{stub_output, NpuDevice};
 use synaptic_runtime::pipeline::{PipelineId, PipelinePool};
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
 use synaptic_runtime::sched::{Env, JobId, JobRequest, JobStatus, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, FakeClock};
+use synaptic_sim::devices::TimedStub;
 
 /// Person detection, keyword spotting.
 const MODELS: [&str; 2] = ["person_detect", "micro_speech"];
@@ -98,164 +97,6 @@ const OUTPUT_LEN: usize = 4;
 
 /// Class order of the tables (highest first) and `Priority::index` of each.
 const CLASSES: [Priority; 3] = [Priority::RealTime, Priority::Normal, Priority::BestEffort];
-
-type Stub = StubNpu<&'static FakeClock, 64, 16>;
-
-/// A stub device whose latency follows the resident model, and which
-/// books its busy time inside the window.
-struct Timed {
-    stub: Stub,
-    clock: &'static FakeClock,
-    /// (raw model id, latency µs).
-    latency: [(u32, u64); 2],
-    busy_until_us: u64,
-    busy_in_window_us: u64,
-}
-
-impl Timed {
-    fn new(clock: &'static FakeClock, seed: u32, latency: [(u32, u64); 2]) -> Timed {
-        let mut stub = StubNpu::new(clock, seed);
-        stub.init().expect("stub init");
-        Timed {
-            stub,
-            clock,
-            latency,
-            busy_until_us: 0,
-            busy_in_window_us: 0,
-        }
-    }
-
-    fn book(&mut self) {
-        let start = self.clock.now_us();
-        let us = self
-            .latency
-            .iter()
-            .find(|(id, _)| Some(*id) == self.stub.loaded_model())
-            .map_or(0, |(_, us)| *us);
-        self.busy_until_us = start + us;
-        self.busy_in_window_us += (start + us).min(WINDOW_US) - start.min(WINDOW_US);
-    }
-}
-
-impl NpuDevice for Timed {
-    fn init(&mut self) -> Result<(), NpuError> {
-        self.stub.init()
-    }
-    fn deinit(&mut self) {
-        self.stub.deinit()
-    }
-    fn capabilities(&self) -> NpuCapabilities {
-        self.stub.capabilities()
-    }
-    fn state(&self) -> NpuState {
-        self.stub.state()
-    }
-    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
-        self.stub.load_model(model)?;
-        if let Some((_, us)) = self.latency.iter().find(|(id, _)| *id == model.id) {
-            self.stub.set_latency_us(*us);
-        }
-        Ok(())
-    }
-    fn unload_model(&mut self) {
-        self.stub.unload_model()
-    }
-    fn loaded_model(&self) -> Option<u32> {
-        self.stub.loaded_model()
-    }
-    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
-        self.stub.set_input(input)
-    }
-    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
-        self.book();
-        self.stub.invoke()
-    }
-    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
-        self.book();
-        self.stub.invoke_async(done, context)
-    }
-    fn poll(&mut self) -> bool {
-        self.stub.poll()
-    }
-    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
-        self.stub.get_output(output)
-    }
-    fn suspend(&mut self) -> Result<(), NpuError> {
-        self.stub.suspend()
-    }
-    fn resume(&mut self) -> Result<(), NpuError> {
-        self.stub.resume()
-    }
-    fn clear_error(&mut self) -> Result<(), NpuError> {
-        self.stub.clear_error()
-    }
-}
-
-/// The CPU interpreter: a [`Timed`] stub whose asynchronous invoke runs
-/// only inside `poll`, [`SLICE_US`] of fake time per call, on the caller's
-/// thread (the clock advances during the poll).
-struct SlicedCpu {
-    timed: Timed,
-}
-
-impl NpuDevice for SlicedCpu {
-    fn init(&mut self) -> Result<(), NpuError> {
-        self.timed.init()
-    }
-    fn deinit(&mut self) {
-        self.timed.deinit()
-    }
-    fn capabilities(&self) -> NpuCapabilities {
-        NpuCapabilities {
-            sliced: true,
-            ..self.timed.capabilities()
-        }
-    }
-    fn state(&self) -> NpuState {
-        self.timed.state()
-    }
-    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
-        self.timed.load_model(model)
-    }
-    fn unload_model(&mut self) {
-        self.timed.unload_model()
-    }
-    fn loaded_model(&self) -> Option<u32> {
-        self.timed.loaded_model()
-    }
-    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
-        self.timed.set_input(input)
-    }
-    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
-        self.timed.invoke()
-    }
-    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
-        self.timed.invoke_async(done, context)
-    }
-    fn poll(&mut self) -> bool {
-        if self.timed.state() != NpuState::Busy {
-            return false;
-        }
-        // One slice of the CPU's work: the stub completes when the clock
-        // reaches the end of its run.
-        let clock = self.timed.clock;
-        let left = self.timed.busy_until_us.saturating_sub(clock.now_us());
-        clock.advance(left.min(SLICE_US));
-        self.timed.poll()
-    }
-    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
-        self.timed.get_output(output)
-    }
-    fn suspend(&mut self) -> Result<(), NpuError> {
-        self.timed.suspend()
-    }
-    fn resume(&mut self) -> Result<(), NpuError> {
-        self.timed.resume()
-    }
-    fn clear_error(&mut self) -> Result<(), NpuError> {
-        self.timed.clear_error()
-    }
-}
 
 /// splitmix64: the seeded integer generator of the arrivals.
 struct SplitMix(u64);
@@ -361,10 +202,10 @@ fn run(policy: Policy, load: f64) -> Run {
         handles.push((h, p));
     }
     let table = |us: [u64; 2]| [(handles[0].0.raw(), us[0]), (handles[1].0.raw(), us[1])];
-    let mut npu = Timed::new(clock, NPU_SEED, table(NPU_US));
-    let mut cpu = SlicedCpu {
-        timed: Timed::new(clock, CPU_SEED, table(CPU_US)),
-    };
+    let mut npu = TimedStub::new(clock, NPU_SEED, WINDOW_US).with_latencies(&table(NPU_US));
+    let mut cpu = TimedStub::new(clock, CPU_SEED, WINDOW_US)
+        .with_latencies(&table(CPU_US))
+        .sliced(SLICE_US);
     // What each device answers for each model: tells where a job ran.
     let answer = |seed: u32, m: usize| {
         let mut out = [0u8; OUTPUT_LEN];
@@ -442,7 +283,7 @@ fn run(policy: Policy, load: f64) -> Run {
             StepOutcome::Ran { .. } => {}
             StepOutcome::Waiting | StepOutcome::Idle => {
                 let next = pending.front().map(|a| a.at_us);
-                let device = (outcome == StepOutcome::Waiting).then_some(npu.busy_until_us);
+                let device = (outcome == StepOutcome::Waiting).then_some(npu.busy_until_us());
                 match (next, device) {
                     (None, None) if in_flight.is_empty() => break,
                     (None, None) => panic!("jobs in flight but nothing to wait for"),
@@ -578,8 +419,8 @@ fn run(policy: Policy, load: f64) -> Run {
         load,
         throughput: completed_in_window as f64 / window_s,
         util: [
-            npu.busy_in_window_us as f64 / WINDOW_US as f64,
-            cpu.timed.busy_in_window_us as f64 / WINDOW_US as f64,
+            npu.busy_in_window_us() as f64 / WINDOW_US as f64,
+            cpu.busy_in_window_us() as f64 / WINDOW_US as f64,
         ],
         class,
         predictions,

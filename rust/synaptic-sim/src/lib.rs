@@ -44,6 +44,7 @@
 
 pub mod cpu0;
 pub mod cpu1;
+pub mod devices;
 pub mod models;
 
 use std::sync::atomic::AtomicBool;

@@ -3,7 +3,7 @@
 //! seen as it happens.
 //!
 //! One fake clock. The NPU (stub) takes `NPU_US` per run; the CPU device is
-//! a stub that runs only when polled, `SLICE_US` of fake time per poll
+//! a sliced stub that runs only when polled, `SLICE_US` of fake time per poll
 //! (as a sliced interpreter runs one operator per poll), `CPU_US` in all.
 //! `NPU_US` is not a multiple of `SLICE_US`: the NPU finishes inside a
 //! slice. The caller loop is a server's: submit what has arrived, step,
@@ -12,84 +12,16 @@
 use synaptic_abi::Priority;
 use synaptic_runtime::arena::{TensorMeta, TensorRef};
 use synaptic_runtime::device::{Device, DeviceMask};
-use synaptic_runtime::npu::{
-    NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState, StubNpu,
-};
+use synaptic_runtime::npu::NpuDevice;
 use synaptic_runtime::pipeline::{PipelineId, PipelinePool};
 use synaptic_runtime::registry::{ModelDesc, Registry};
 use synaptic_runtime::sched::{Env, JobId, JobRequest, JobStatus, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, FakeClock};
+use synaptic_sim::devices::{Stub, TimedStub};
 
 const NPU_US: u64 = 1_050;
 const CPU_US: u64 = 5_000;
 const SLICE_US: u64 = 100;
-
-type Stub = StubNpu<&'static FakeClock, 64, 16>;
-
-/// The stub as a sliced CPU device: its run advances only in `poll`, at
-/// most `SLICE_US` of the clock per call.
-struct SlicedCpu {
-    stub: Stub,
-    clock: &'static FakeClock,
-    busy_until_us: u64,
-}
-
-impl NpuDevice for SlicedCpu {
-    fn init(&mut self) -> Result<(), NpuError> {
-        self.stub.init()
-    }
-    fn deinit(&mut self) {
-        self.stub.deinit()
-    }
-    fn capabilities(&self) -> NpuCapabilities {
-        NpuCapabilities {
-            sliced: true,
-            ..self.stub.capabilities()
-        }
-    }
-    fn state(&self) -> NpuState {
-        self.stub.state()
-    }
-    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
-        self.stub.load_model(model)
-    }
-    fn unload_model(&mut self) {
-        self.stub.unload_model()
-    }
-    fn loaded_model(&self) -> Option<u32> {
-        self.stub.loaded_model()
-    }
-    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
-        self.stub.set_input(input)
-    }
-    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
-        self.stub.invoke()
-    }
-    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
-        self.busy_until_us = self.clock.now_us() + CPU_US;
-        self.stub.invoke_async(done, context)
-    }
-    fn poll(&mut self) -> bool {
-        if self.stub.state() != NpuState::Busy {
-            return false;
-        }
-        let left = self.busy_until_us.saturating_sub(self.clock.now_us());
-        self.clock.advance(left.min(SLICE_US));
-        self.stub.poll()
-    }
-    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
-        self.stub.get_output(output)
-    }
-    fn suspend(&mut self) -> Result<(), NpuError> {
-        self.stub.suspend()
-    }
-    fn resume(&mut self) -> Result<(), NpuError> {
-        self.stub.resume()
-    }
-    fn clear_error(&mut self) -> Result<(), NpuError> {
-        self.stub.clear_error()
-    }
-}
 
 /// When each job finished, by the clock.
 struct Finished {
@@ -124,12 +56,7 @@ fn scenario(rt_at_us: u64) -> Finished {
     let mut npu = Stub::new(clock, 1);
     npu.init().unwrap();
     npu.set_latency_us(NPU_US);
-    let mut cpu = SlicedCpu {
-        stub: Stub::new(clock, 2),
-        clock,
-        busy_until_us: 0,
-    };
-    cpu.init().unwrap();
+    let mut cpu = TimedStub::new(clock, 2, u64::MAX).sliced(SLICE_US);
     cpu.stub.set_latency_us(CPU_US);
     let mut work = [0u8; 1024];
     let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
