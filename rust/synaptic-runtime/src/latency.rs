@@ -537,6 +537,66 @@ pub fn predict_overflow(
     out
 }
 
+/// Mean and p95 latency per class (indexed by [`Priority::index`]) of the
+/// two devices under `policy`, from each class's arrivals, service time on
+/// each device and measured split (`share`): the model that fits the
+/// routing. Earliest finish: [`predict_pooled`]. Busy-aware:
+/// [`predict_overflow`], the NPU primary. Routing blind to the devices'
+/// state (npu, cpu, random): [`predict_wrr`] per device on the class's
+/// arrivals split by `share`, each class's figures the devices' weighted
+/// by its split (`None` if unstable on a device it uses, or without
+/// arrivals: then it has no split).
+pub fn predict_placed(
+    policy: crate::device::Policy,
+    load: &[PooledClass; Priority::COUNT],
+    weights: crate::arbiter::Weights,
+) -> [Option<ClassLatency>; Priority::COUNT] {
+    use crate::device::{Device, Policy};
+    let on = |device: Device| -> [ClassLoad; Priority::COUNT] {
+        load.map(|c| {
+            let total: f32 = c.share.iter().map(|s| s.max(0.0)).sum();
+            let part = if total > 0.0 {
+                c.share[device.index()].max(0.0) / total
+            } else {
+                0.0
+            };
+            ClassLoad {
+                arrivals_per_s: c.arrivals_per_s * part,
+                service_us: c.service_us[device.index()],
+                service_scv: c.service_scv,
+            }
+        })
+    };
+    match policy {
+        Policy::EarliestFinish => return predict_pooled(load, weights),
+        Policy::BusyAware => {
+            return predict_overflow(&on(Device::Npu), &on(Device::CpuInterpreter), weights)
+        }
+        Policy::NpuOnly | Policy::CpuOnly | Policy::Random => {}
+    }
+    let per_device = Device::ALL.map(|d| (on(d), predict_wrr(&on(d), weights)));
+    core::array::from_fn(|k| {
+        let (mut mean, mut wait, mut p95, mut weight) = (0.0f32, 0.0f32, 0.0f32, 0.0f32);
+        for (loads, predicted) in &per_device {
+            let rate = loads[k].arrivals_per_s;
+            if rate <= 0.0 {
+                continue;
+            }
+            let f = predicted[k]?;
+            mean += rate * f.mean_us;
+            wait += rate * f.mean_wait_us;
+            p95 += rate * f.p95_us;
+            weight += rate;
+        }
+        (weight > 0.0).then(|| ClassLatency {
+            mean_wait_us: wait / weight,
+            mean_us: mean / weight,
+            wait_p95_us: (p95 - mean + wait) / weight,
+            p95_us: p95 / weight,
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -812,6 +872,61 @@ mod tests {
         load[N].share = [0.0, 0.0];
         let out = predict_pooled(&load, DEFAULT_WEIGHTS)[N].unwrap();
         close(out.mean_us - out.mean_wait_us, 2_000.0);
+    }
+
+    #[test]
+    fn placed_picks_the_model_of_the_routing() {
+        use crate::arbiter::DEFAULT_WEIGHTS;
+        use crate::device::Policy;
+        let mut load = [PooledClass::IDLE; 3];
+        load[RT] = PooledClass {
+            arrivals_per_s: 50.0,
+            service_us: [1_000.0, 1_500.0],
+            service_scv: 0.0,
+            share: [1.0, 0.0],
+        };
+        load[N] = PooledClass {
+            arrivals_per_s: 200.0,
+            service_us: [2_000.0, 3_000.0],
+            service_scv: 1.0,
+            share: [3.0, 1.0],
+        };
+        // State-aware routings: their own models.
+        let placed = predict_placed(Policy::EarliestFinish, &load, DEFAULT_WEIGHTS);
+        let pooled = predict_pooled(&load, DEFAULT_WEIGHTS);
+        for k in [RT, N] {
+            close(placed[k].unwrap().mean_us, pooled[k].unwrap().mean_us);
+        }
+        // Everything on the NPU: the one-device model there.
+        let mut npu_only = load;
+        npu_only[N].share = [1.0, 0.0];
+        let one = predict_wrr(
+            &load.map(|c| ClassLoad {
+                arrivals_per_s: c.arrivals_per_s,
+                service_us: c.service_us[0],
+                service_scv: c.service_scv,
+            }),
+            DEFAULT_WEIGHTS,
+        );
+        let placed = predict_placed(Policy::NpuOnly, &npu_only, DEFAULT_WEIGHTS);
+        for k in [RT, N] {
+            close(placed[k].unwrap().mean_us, one[k].unwrap().mean_us);
+        }
+        // NORMAL split 3:1: its mean is the two devices' weighted 3:1.
+        let split = predict_placed(Policy::Random, &load, DEFAULT_WEIGHTS)[N].unwrap();
+        let device = |d: usize, part: f32| {
+            let l = load.map(|c| ClassLoad {
+                arrivals_per_s: c.arrivals_per_s * c.share[d] / (c.share[0] + c.share[1]).max(1.0),
+                service_us: c.service_us[d],
+                service_scv: c.service_scv,
+            });
+            predict_wrr(&l, DEFAULT_WEIGHTS)[N].unwrap().mean_us * part
+        };
+        close(split.mean_us, device(0, 0.75) + device(1, 0.25));
+        // Unstable on a device a class uses: no figure for it.
+        let mut over = load;
+        over[N].arrivals_per_s = 2_000.0;
+        assert!(predict_placed(Policy::Random, &over, DEFAULT_WEIGHTS)[N].is_none());
     }
 
     #[test]

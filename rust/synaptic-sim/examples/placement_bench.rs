@@ -34,18 +34,16 @@
 //! the hand-over earlier.)
 //!
 //! Per policy and load it prints throughput, per-class mean and p99
-//! latency, drops, device utilisation, and the latency model's
-//! ([`synaptic_runtime::latency::predict_wrr`], with the scheduler's WRR
-//! weights) predicted mean per class against the measured one. For npu,
-//! cpu and random (routing blind to the devices' state) the model is
-//! applied per device with each class's arrivals split by where the
-//! placement actually sent them (measured), and its per-device means are
-//! combined weighted by that split. For eft (routing to the device that
-//! finishes first) the two devices are one pooled two-server queue
-//! ([`synaptic_runtime::latency::predict_pooled`]); for busy (the NPU when
-//! idle, else an idle CPU, else queue at the NPU) the CPU is the NPU's
-//! overflow ([`synaptic_runtime::latency::predict_overflow`]), on the
-//! measured split.
+//! latency, drops, device utilisation, and the latency model's predicted
+//! mean per class against the measured one:
+//! [`synaptic_runtime::latency::predict_placed`] with the scheduler's WRR
+//! weights, on each class's measured arrivals, its mean service on either
+//! device and where the placement actually sent its jobs. That picks the
+//! model that fits the routing: per device, the class's arrivals split as
+//! measured, for npu, cpu and random (blind to the devices' state); one
+//! pooled two-server queue for eft (the device that finishes first); the
+//! CPU as the NPU's overflow for busy (the NPU when idle, else an idle
+//! CPU, else queue at the NPU).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -53,9 +51,7 @@ use std::io::Write;
 use synaptic_abi::Priority;
 use synaptic_runtime::arena::{DType, TensorMeta, TensorRef};
 use synaptic_runtime::device::{Device, DeviceMask, Policy};
-use synaptic_runtime::latency::{
-    predict_overflow, predict_pooled, predict_wrr, ClassLoad, PooledClass,
-};
+use synaptic_runtime::latency::{predict_placed, PooledClass};
 use synaptic_runtime::npu::{stub_output, NpuDevice};
 use synaptic_runtime::pipeline::{PipelineId, PipelinePool};
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
@@ -308,45 +304,8 @@ fn run(policy: Policy, load: f64) -> Run {
     let measured: Vec<&Done> = done.iter().filter(|d| d.arrived_us >= WARMUP_US).collect();
     let measured_s = (WINDOW_US - WARMUP_US) as f64 * 1e-6;
 
-    // The latency model, per device, with the measured split.
-    let mut device_load = [[ClassLoad::IDLE; 3]; 2];
-    for device in Device::ALL {
-        for class in CLASSES {
-            let jobs: Vec<&&Done> = measured
-                .iter()
-                .filter(|d| d.device == device && d.class == class)
-                .collect();
-            if jobs.is_empty() {
-                continue;
-            }
-            let times = if device == Device::Npu {
-                NPU_US
-            } else {
-                CPU_US
-            };
-            let n = jobs.len() as f64;
-            let mean = jobs.iter().map(|d| times[d.model] as f64).sum::<f64>() / n;
-            let second = jobs
-                .iter()
-                .map(|d| (times[d.model] as f64).powi(2))
-                .sum::<f64>()
-                / n;
-            device_load[device.index()][class.index()] = ClassLoad {
-                arrivals_per_s: (n / measured_s) as f32,
-                service_us: mean as f32,
-                service_scv: (second / (mean * mean) - 1.0) as f32,
-            };
-        }
-    }
-    let weights = synaptic_runtime::arbiter::DEFAULT_WEIGHTS;
-    let predicted = [
-        predict_wrr(&device_load[0], weights),
-        predict_wrr(&device_load[1], weights),
-    ];
-    // Routing by the devices' state. Earliest finish: the pooled
-    // two-server model, each class's service on either device that of the
-    // class's measured jobs. Busy-aware: the NPU with the CPU as its
-    // overflow, on the measured split.
+    // The latency model that fits the policy's routing, on each class's
+    // arrivals, service on either device and measured split.
     let mut pooled_load = [PooledClass::IDLE; 3];
     for class in CLASSES {
         let jobs: Vec<&&Done> = measured.iter().filter(|d| d.class == class).collect();
@@ -369,11 +328,11 @@ fn run(policy: Policy, load: f64) -> Run {
             share: [on(Device::Npu), on(Device::CpuInterpreter)],
         };
     }
-    let by_state = match policy {
-        Policy::EarliestFinish => Some(predict_pooled(&pooled_load, weights)),
-        Policy::BusyAware => Some(predict_overflow(&device_load[0], &device_load[1], weights)),
-        _ => None,
-    };
+    let predicted = predict_placed(
+        policy,
+        &pooled_load,
+        synaptic_runtime::arbiter::DEFAULT_WEIGHTS,
+    );
 
     let mut class = [ClassFigures::default(); 3];
     for c in CLASSES {
@@ -390,26 +349,7 @@ fn run(policy: Policy, load: f64) -> Run {
             f.mean_us = lat.iter().sum::<u64>() as f64 / lat.len() as f64;
             f.p99_us = lat[(lat.len() * 99).div_ceil(100) - 1];
         }
-        // Weighted by the measured split; unstable on any device used: none.
-        let mut sum = 0.0;
-        let mut weight = 0.0;
-        let mut stable = true;
-        for d in Device::ALL {
-            let l = device_load[d.index()][c.index()];
-            if l.arrivals_per_s > 0.0 {
-                match predicted[d.index()][c.index()] {
-                    Some(p) => {
-                        sum += f64::from(p.mean_us) * f64::from(l.arrivals_per_s);
-                        weight += f64::from(l.arrivals_per_s);
-                    }
-                    None => stable = false,
-                }
-            }
-        }
-        f.predicted_us = match &by_state {
-            Some(model) => model[c.index()].map(|p| f64::from(p.mean_us)),
-            None => (stable && weight > 0.0).then(|| sum / weight),
-        };
+        f.predicted_us = predicted[c.index()].map(|p| f64::from(p.mean_us));
     }
     let mut predictions = Vec::new();
     for (m, (h, _)) in handles.iter().enumerate() {
