@@ -8,6 +8,7 @@
 
 use offload_bench_protocol::{self as p, Board, Command, Kind};
 use synaptic_runtime::arena::ArenaError;
+use synaptic_runtime::device::Policy;
 use synaptic_runtime::registry::ModelDesc;
 use synaptic_serve::boot::{BootPlatform, Budgets};
 use synaptic_zephyr::service::{self, Options};
@@ -15,15 +16,44 @@ use synaptic_zephyr::status::STATUS;
 use zephyr::printkln;
 use zephyr::time::{sleep, Duration};
 
-/// How long CPU1 may take for the whole run (emulated seconds).
-const RUN_BUDGET_S: u32 = 120;
+mod placement;
 
+/// How long CPU1 may take for the whole run (emulated seconds).
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+const RUN_BUDGET_S: u32 = 120;
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+const RUN_BUDGET_S: u32 = 1_800;
+
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
 fn descs() -> Result<[ModelDesc<'static>; 2], ArenaError> {
     Ok([
         ModelDesc::int8(p::SMALL, &p::SMALL_INPUT, p::SMALL_OUTPUT)?,
         ModelDesc::int8(p::FRAME, &p::FRAME_INPUT, p::FRAME_OUTPUT)?,
     ])
 }
+
+/// The placement build: keyword spotting for the NPU and the CPU
+/// interpreter.
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+fn descs() -> Result<[ModelDesc<'static>; 1], ArenaError> {
+    static SPEECH_TFLITE: &[u8] = include_bytes!("../../../models/micro_speech.tflite");
+    let speech = ModelDesc {
+        devices: synaptic_runtime::device::DeviceMask::ALL,
+        ..ModelDesc::tflite(
+            p::PLACEMENT_MODEL,
+            &p::PLACEMENT_INPUT,
+            p::PLACEMENT_OUTPUT,
+            SPEECH_TFLITE,
+        )?
+    };
+    Ok([speech])
+}
+
+/// Rows of a complete run of this build.
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+const ROWS: usize = p::ROWS;
+#[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+const ROWS: usize = p::PLACEMENT_ROWS;
 
 /// How often CPU0 looks for a command of CPU1's, milliseconds.
 const LOOK_MS: u32 = 50;
@@ -39,6 +69,14 @@ fn serve_commands(board: &Board) -> bool {
                     0
                 }
                 Some(Command::NpuBusy) => STATUS.npu_busy_us(),
+                Some(Command::SetPolicy) => match Policy::ALL.get(arg as usize) {
+                    Some(policy) => {
+                        service::set_policy(*policy);
+                        0
+                    }
+                    None => u32::MAX,
+                },
+                Some(Command::CpuBusy) => STATUS.interpreter_busy_us(),
                 None => u32::MAX,
             };
             board.answer(seq, value);
@@ -61,7 +99,8 @@ fn print_rows(board: &Board) -> bool {
     printkln!(
         "bench: emulated k_cycle_get_32 ticks on mps2/an521 (QEMU -icount), measured on CPU1"
     );
-    let mut well_formed = board.rows_written() == p::ROWS;
+    let mut well_formed = board.rows_written() == ROWS;
+    let mut calibration = None;
     for k in 0..board.rows_written() {
         let row = board.row(k);
         let s = row.summary;
@@ -77,6 +116,15 @@ fn print_rows(board: &Board) -> bool {
                 "bench: {} in flight {}: {} inferences/s, NPU busy {}.{}% (stub {} us, {} in the window, {} ticks each)",
                 name, row.param, row.extra1, row.extra2 / 10, row.extra2 % 10, p::LOAD_LATENCY_US, s.n, s.p50
             ),
+            Some(Kind::PlacementCalib) => {
+                calibration = Some(row);
+                printkln!(
+                    "bench: placement calibration: CPU interpreter {} ticks, stub NPU {} ticks at {} us",
+                    s.p50, row.extra1, row.extra2
+                );
+            }
+            Some(Kind::PlacementRun) => placement::print_phase(board, k, calibration),
+            Some(Kind::PlacementClass) => {}
             Some(Kind::SweepPoll | Kind::SweepIrq) => printkln!(
                 "bench: {} stub {} us: p50 {} ticks, CPU1 busy {} ticks per request",
                 name, row.param, s.p50, row.extra1
@@ -105,6 +153,7 @@ fn print_rows(board: &Board) -> bool {
     well_formed
 }
 
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
 fn print_samples(board: &Board) {
     const PER_LINE: usize = 25;
     let names = [
@@ -143,7 +192,8 @@ extern "C" fn rust_main() {
         npu_latency_us: 0,
         npu_seed: 0x5359_4E33,
         npu_fail_on_marker: false,
-        npu_null: true,
+        // The placement build tells the devices apart by their answers.
+        npu_null: !cfg!(CONFIG_SYNAPTIC_CPU_INTERPRETER),
         budgets: Budgets::default(),
     };
     let mut platform = synaptic_zephyr::boot_platform();
@@ -162,10 +212,11 @@ extern "C" fn rust_main() {
         printkln!("bench: CPU1 stopped at step {}", board.failed());
     }
     let well_formed = print_rows(&board);
+    #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
     print_samples(&board);
     service::print_status();
     if finished && board.failed() == 0 && well_formed {
-        printkln!("bench: PASS ({} rows, well formed)", p::ROWS);
+        printkln!("bench: PASS ({} rows, well formed)", ROWS);
     } else {
         printkln!("bench: FAIL");
     }

@@ -9,6 +9,11 @@
 //!
 //! Every figure is in `k_cycle_get_32` ticks of the emulated part (QEMU
 //! `-icount`, deterministic), unless its name says otherwise.
+//!
+//! The build with the CPU interpreter (`CONFIG_SYNAPTIC_CPU_INTERPRETER`)
+//! runs the placement phases instead ([`Kind::PLACEMENT`]): one real
+//! network on both of CPU0's devices, a mixed-class Poisson workload from
+//! CPU1 under every placement policy.
 #![no_std]
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -45,6 +50,106 @@ pub const SWEEP_US: [u32; 8] = [0, 100, 200, 400, 800, 1_600, 3_200, 6_400];
 /// Requests per sweep point and completion mode.
 pub const SWEEP_ROUNDS: usize = 50;
 
+/// The placement phases' model: keyword spotting (TFLite Micro's
+/// micro-speech), registered for the NPU and the CPU interpreter. The
+/// person detector is left out: one inference is some 18 emulated
+/// seconds on the interpreter.
+pub const PLACEMENT_MODEL: &str = "micro_speech";
+/// Its input shape and bytes.
+pub const PLACEMENT_INPUT: [u32; 2] = [1, 49 * 40];
+/// Its input bytes.
+pub const PLACEMENT_LEN: usize = 49 * 40;
+/// Its output bytes (four class scores).
+pub const PLACEMENT_OUTPUT: usize = 4;
+/// Placement policies, as indices into `synaptic_runtime::device::Policy::ALL`
+/// (npu, cpu, busy, random, eft).
+pub const PLACEMENT_POLICIES: usize = 5;
+/// Offered load of each placement phase: arrival rate times the NPU's
+/// time, per mille.
+pub const PLACEMENT_LOADS_PERMILLE: [u32; 2] = [600, 1_200];
+/// Arrivals per placement phase (the same sequence in every phase).
+pub const PLACEMENT_ARRIVALS: usize = 240;
+/// The stub NPU's time for the model as a fraction of the CPU
+/// interpreter's measured time (the CPU 1.5x slower, as on the host).
+pub const NPU_OF_CPU: (u32, u32) = (2, 3);
+/// Share of the arrivals per class, per mille, by `Priority::index`
+/// (BEST_EFFORT, NORMAL, REALTIME): the host placement benchmark's mix.
+pub const CLASS_PERMILLE: [u32; 3] = [250, 550, 200];
+/// Seed of the arrival sequence.
+pub const ARRIVAL_SEED: u32 = 0x5EED_0001;
+
+/// `-ln(u)` in Q16 (65,536 is 1.0) for `u = (x mod 2^24 + 1) / 2^24`:
+/// an exponential sample of mean 1 from a uniform one, in integers (CPU1
+/// has no FPU). `log2` of the mantissa by `f + 0.3466 f (1 - f)` (within
+/// 0.008).
+///
+/// ```
+/// use offload_bench_protocol::neg_ln_q16;
+/// assert_eq!(neg_ln_q16(0x00FF_FFFF), 0); // u = 1
+/// // u = 1/2: ln 2 = 0.6931 (45,426 in Q16)
+/// assert!(neg_ln_q16(0x007F_FFFF).abs_diff(45_426) < 64);
+/// ```
+pub fn neg_ln_q16(x: u32) -> u32 {
+    let v = (x & 0x00FF_FFFF) + 1;
+    let k = 31 - v.leading_zeros();
+    let f = ((u64::from(v) << 16) >> k) as u32 - 0x1_0000;
+    let frac = f + ((u64::from(f) * u64::from(0x1_0000 - f) * 22_713) >> 32) as u32;
+    let neg_log2 = (24 << 16) - ((k << 16) + frac);
+    ((u64::from(neg_log2) * 45_426) >> 16) as u32
+}
+
+/// The placement phases' arrivals: exponential gaps (mean 1, Q16) and a
+/// class drawn by [`CLASS_PERMILLE`], from a seeded xorshift32.
+pub struct Arrivals(u32);
+
+impl Arrivals {
+    /// The sequence from its start.
+    pub const fn new() -> Arrivals {
+        Arrivals(ARRIVAL_SEED)
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.0 = x;
+        x
+    }
+}
+
+impl Default for Arrivals {
+    fn default() -> Self {
+        Arrivals::new()
+    }
+}
+
+impl Iterator for Arrivals {
+    /// (gap before this arrival in Q16 units of the mean gap, class index).
+    type Item = (u32, usize);
+
+    fn next(&mut self) -> Option<(u32, usize)> {
+        let gap = neg_ln_q16(self.next_u32() >> 8);
+        let mut pick = self.next_u32() % 1000;
+        let mut class = 0;
+        while class + 1 < CLASS_PERMILLE.len() && pick >= CLASS_PERMILLE[class] {
+            pick -= CLASS_PERMILLE[class];
+            class += 1;
+        }
+        Some((gap, class))
+    }
+}
+
+/// A placement phase's `param`: policy index and load index.
+pub const fn phase_param(policy: usize, load: usize) -> u32 {
+    (policy as u32) << 8 | load as u32
+}
+
+/// The policy index and load index of a placement row's `param`.
+pub const fn phase_of(param: u32) -> (usize, usize) {
+    ((param >> 8) as usize, (param & 0xFF) as usize)
+}
+
 /// What a result row measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -71,10 +176,32 @@ pub enum Kind {
     SweepPoll = 8,
     /// Sweep point, interrupt-driven; fields as for [`Kind::SweepPoll`].
     SweepIrq = 9,
+    /// Placement calibration: `summary` one CPU interpreter round trip
+    /// (every figure the same), `extra1` one stub NPU round trip at the
+    /// latency set, `extra2` that latency (µs).
+    PlacementCalib = 10,
+    /// One placement phase ([`phase_param`]): `summary.n` requests
+    /// completed, `summary.min` the ticks from the phase's start to its
+    /// last arrival, the other summary figures the ticks to its last
+    /// answer; `extra1` NPU busy and `extra2` CPU interpreter busy over
+    /// the whole phase, per mille.
+    PlacementRun = 11,
+    /// One class of a placement phase: `summary` its latencies from
+    /// arrival on CPU1 to the answer read; `extra1` the class index in the
+    /// low byte and the requests the NPU answered above it; `extra2` the
+    /// mean latency.
+    PlacementClass = 12,
 }
 
 impl Kind {
-    /// Every kind, in the order CPU1 measures them.
+    /// The placement build's kinds, in the order CPU1 measures them.
+    pub const PLACEMENT: [Kind; 3] = [
+        Kind::PlacementCalib,
+        Kind::PlacementRun,
+        Kind::PlacementClass,
+    ];
+
+    /// The offload build's kinds, in the order CPU1 measures them.
     pub const ALL: [Kind; 9] = [
         Kind::StatusPoll,
         Kind::StatusIrq,
@@ -89,7 +216,11 @@ impl Kind {
 
     /// The kind of a raw row word.
     pub fn from_raw(raw: u32) -> Option<Kind> {
-        Kind::ALL.iter().copied().find(|k| *k as u32 == raw)
+        Kind::ALL
+            .iter()
+            .chain(&Kind::PLACEMENT)
+            .copied()
+            .find(|k| *k as u32 == raw)
     }
 
     /// A short name for tables and CSV.
@@ -104,6 +235,9 @@ impl Kind {
             Kind::Throughput => "throughput",
             Kind::SweepPoll => "sweep_poll",
             Kind::SweepIrq => "sweep_irq",
+            Kind::PlacementCalib => "placement_calib",
+            Kind::PlacementRun => "placement_run",
+            Kind::PlacementClass => "placement_class",
         }
     }
 
@@ -112,13 +246,28 @@ impl Kind {
         match self {
             Kind::Throughput => IN_FLIGHT.len(),
             Kind::SweepPoll | Kind::SweepIrq => SWEEP_US.len(),
+            Kind::PlacementRun => PHASES,
+            Kind::PlacementClass => PHASES * CLASS_PERMILLE.len(),
             _ => 1,
         }
     }
 }
 
-/// Rows of a complete run.
+/// Placement phases: every policy at every load.
+pub const PHASES: usize = PLACEMENT_POLICIES * PLACEMENT_LOADS_PERMILLE.len();
+
+/// Rows of a complete offload run.
 pub const ROWS: usize = 6 + IN_FLIGHT.len() + 2 * SWEEP_US.len();
+
+/// Rows of a complete placement run.
+pub const PLACEMENT_ROWS: usize = 1 + PHASES * (1 + CLASS_PERMILLE.len());
+
+/// Rows the board holds: the longer of the two runs.
+pub const BOARD_ROWS: usize = if ROWS > PLACEMENT_ROWS {
+    ROWS
+} else {
+    PLACEMENT_ROWS
+};
 
 /// Min, median, 99th percentile and max of a set of samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -221,14 +370,27 @@ impl Row {
                 STATUS_ROUNDS as u32
             }
             Kind::InferSmall | Kind::InferFrame => INFER_ROUNDS as u32,
-            Kind::Throughput => s.n,
+            Kind::Throughput | Kind::PlacementClass => s.n,
             Kind::SweepPoll | Kind::SweepIrq => SWEEP_ROUNDS as u32,
+            Kind::PlacementCalib => 1,
+            Kind::PlacementRun => PLACEMENT_ARRIVALS as u32,
         };
         let ordered = s.min <= s.p50 && s.p50 <= s.p99 && s.p99 <= s.max && s.min > 0;
+        let (policy, load) = phase_of(self.param);
+        let phase = policy < PLACEMENT_POLICIES && load < PLACEMENT_LOADS_PERMILLE.len();
         let extras = match kind {
             Kind::InferSmall | Kind::InferFrame => self.extra1 > 0 && self.extra1 < s.p50,
             Kind::Throughput => self.extra1 > 0 && self.extra2 <= 1000,
             Kind::SweepPoll | Kind::SweepIrq => self.extra1 > 0,
+            Kind::PlacementCalib => self.extra1 > 0 && self.extra2 > 0,
+            Kind::PlacementRun => phase && self.extra1 <= 1000 && self.extra2 <= 1000,
+            Kind::PlacementClass => {
+                phase
+                    && (self.extra1 & 0xFF) < CLASS_PERMILLE.len() as u32
+                    && self.extra1 >> 8 <= s.n
+                    && s.min <= self.extra2
+                    && self.extra2 <= s.max
+            }
             _ => true,
         };
         s.n == expected_n && s.n > 0 && ordered && extras
@@ -243,6 +405,19 @@ pub enum Command {
     SetLatency = 1,
     /// Reply with the NPU's busy time so far, µs (Zephyr's time on CPU0).
     NpuBusy = 2,
+    /// Set the placement policy to `Policy::ALL[arg]`; the reply is 0.
+    SetPolicy = 3,
+    /// Reply with the CPU interpreter's busy time so far, µs.
+    CpuBusy = 4,
+}
+
+impl Command {
+    const ALL: [Command; 4] = [
+        Command::SetLatency,
+        Command::NpuBusy,
+        Command::SetPolicy,
+        Command::CpuBusy,
+    ];
 }
 
 /// Raw samples kept for the plots: the four status rows.
@@ -262,7 +437,8 @@ mod layout {
 }
 
 /// Words of the board.
-pub const BOARD_WORDS: usize = layout::HEADER + ROWS * ROW_WORDS + SAMPLE_SETS * STATUS_ROUNDS;
+pub const BOARD_WORDS: usize =
+    layout::HEADER + BOARD_ROWS * ROW_WORDS + SAMPLE_SETS * STATUS_ROUNDS;
 /// The board's done word when CPU1 finished.
 pub const DONE: u32 = 0x444F_4E45;
 
@@ -318,7 +494,7 @@ impl Board {
     /// Append a result row (CPU1); `false` when the board is full.
     pub fn push_row(&self, row: &Row) -> bool {
         let k = self.get(layout::ROWS_WRITTEN) as usize;
-        if k >= ROWS {
+        if k >= BOARD_ROWS {
             return false;
         }
         for (i, w) in row.words().into_iter().enumerate() {
@@ -330,7 +506,7 @@ impl Board {
 
     /// Rows written so far.
     pub fn rows_written(&self) -> usize {
-        (self.get(layout::ROWS_WRITTEN) as usize).min(ROWS)
+        (self.get(layout::ROWS_WRITTEN) as usize).min(BOARD_ROWS)
     }
 
     /// Row `k`.
@@ -343,7 +519,7 @@ impl Board {
     }
 
     fn sample_index(set: usize, i: usize) -> usize {
-        layout::HEADER + ROWS * ROW_WORDS + set * STATUS_ROUNDS + i
+        layout::HEADER + BOARD_ROWS * ROW_WORDS + set * STATUS_ROUNDS + i
     }
 
     /// Keep the raw samples of status set `set` (CPU1), at most
@@ -398,11 +574,8 @@ impl Board {
         if seq == self.get(layout::ACK_SEQ) {
             return None;
         }
-        let command = match self.get(layout::CMD) {
-            1 => Some(Command::SetLatency),
-            2 => Some(Command::NpuBusy),
-            _ => None,
-        };
+        let raw = self.get(layout::CMD);
+        let command = Command::ALL.into_iter().find(|c| *c as u32 == raw);
         Some((seq, command, self.get(layout::CMD_ARG)))
     }
 
@@ -467,6 +640,13 @@ mod tests {
         // The board and the default slots fit the 96 KiB window together.
         let slots = synaptic_abi::region_size::<16>(synaptic_abi::SlotGeometry::DEFAULT);
         assert!(slots + 4 * BOARD_WORDS <= 96 * 1024);
+        // And the placement build's eight slots of 2,048 / 16 bytes.
+        let placement = synaptic_abi::SlotGeometry {
+            count: 8,
+            small_input: 2048,
+            small_output: 16,
+        };
+        assert!(synaptic_abi::region_size::<16>(placement) + 4 * BOARD_WORDS <= 96 * 1024);
     }
 
     #[test]
@@ -495,5 +675,87 @@ mod tests {
         bad.kind = 99;
         assert!(!bad.is_well_formed());
         assert_eq!(ROWS, Kind::ALL.iter().map(|k| k.rows()).sum::<usize>());
+        assert_eq!(
+            PLACEMENT_ROWS,
+            Kind::PLACEMENT.iter().map(|k| k.rows()).sum::<usize>()
+        );
+    }
+
+    #[test]
+    fn exponential_gaps_have_mean_one_and_classes_their_shares() {
+        let n = 200_000;
+        let mut counts = [0u32; 3];
+        let mut total = 0u64;
+        for (gap, class) in Arrivals::new().take(n) {
+            total += u64::from(gap);
+            counts[class] += 1;
+        }
+        let mean = total as f64 / n as f64 / 65_536.0;
+        assert!((mean - 1.0).abs() < 0.01, "mean gap {mean}");
+        for (c, &permille) in counts.iter().zip(&CLASS_PERMILLE) {
+            let share = f64::from(*c) / n as f64 * 1000.0;
+            assert!(
+                (share - f64::from(permille)).abs() < 5.0,
+                "{share} vs {permille}"
+            );
+        }
+        // -ln u against the float, over the whole range.
+        for x in (0..1u32 << 24).step_by(4099) {
+            let u = f64::from(x + 1) / f64::from(1u32 << 24);
+            let exact = -u.ln();
+            let ours = f64::from(neg_ln_q16(x)) / 65_536.0;
+            assert!((ours - exact).abs() < 0.006, "x {x}: {ours} vs {exact}");
+        }
+        // Every class turns up in one phase's arrivals.
+        let mut seen = [false; 3];
+        for (_, class) in Arrivals::new().take(PLACEMENT_ARRIVALS) {
+            seen[class] = true;
+        }
+        assert_eq!(seen, [true; 3]);
+    }
+
+    #[test]
+    fn placement_rows_are_checked() {
+        let class = Row {
+            kind: Kind::PlacementClass as u32,
+            param: phase_param(4, 1),
+            summary: Summary {
+                n: 10,
+                min: 5,
+                p50: 8,
+                p99: 12,
+                max: 12,
+            },
+            extra1: 2 | 6 << 8,
+            extra2: 9,
+        };
+        assert!(class.is_well_formed());
+        assert_eq!(phase_of(class.param), (4, 1));
+        let mut bad = class;
+        bad.param = phase_param(PLACEMENT_POLICIES, 0);
+        assert!(!bad.is_well_formed());
+        bad = class;
+        bad.extra1 = 2 | 11 << 8; // more on the NPU than answered
+        assert!(!bad.is_well_formed());
+        bad = class;
+        bad.extra2 = 13; // mean above the max
+        assert!(!bad.is_well_formed());
+        let run = Row {
+            kind: Kind::PlacementRun as u32,
+            param: phase_param(0, 0),
+            summary: Summary {
+                n: PLACEMENT_ARRIVALS as u32,
+                min: 100,
+                p50: 100,
+                p99: 100,
+                max: 100,
+            },
+            extra1: 900,
+            extra2: 0,
+        };
+        assert!(run.is_well_formed());
+        let mut short = run;
+        short.summary.n -= 1; // a request lost
+        assert!(!short.is_well_formed());
     }
 }
