@@ -13,6 +13,11 @@
 #                       host callgrind instructions per inference, ours vs
 #                       TFLite's reference kernels and the ratio; emulated
 #                       an521 cycles per inference and per MAC; arena
+#   <out>/placement_emul.txt  the placement phases on the emulated dual
+#                       core (tests/offload_bench built with
+#                       SB_CONFIG_OFFLOAD_BENCH_PLACEMENT): per policy and
+#                       load, throughput, busy fractions, per-class latency
+#                       and the latency model's figure
 #   <out>/placement.md  the placement benchmark (scripts/placement-bench.sh)
 #                       with placement_throughput.png, placement_p99.png,
 #                       placement_model.png
@@ -41,18 +46,29 @@ if [ -z "${ZEPHYR_BASE:-}" ]; then
 fi
 
 mkdir -p "$out"
-build="$out/build"
 cd "$SYNAPTIC_WORKSPACE"
-# Pristine every time: an incremental build can keep the Rust crates'
-# Kconfig cfg flags from an older .config (a new option would read as off).
-west build --sysbuild -p always -b mps2/an521/cpu0 -d "$build" "$root/tests/offload_bench" \
-    -- -DZEPHYR_EXTRA_MODULES="$root" >"$out/build.log" 2>&1 ||
-    { tail -n 40 "$out/build.log"; echo "bench: build failed (log: $out/build.log)"; exit 1; }
-"$root/scripts/run_until.py" --timeout 900 \
-    --pass "bench: PASS" --fail "bench: FAIL|FATAL ERROR" \
-    -- west build -d "$build/offload_bench" -t run >"$out/console.txt" 2>&1 ||
-    { grep -E "^bench:" "$out/console.txt" || tail -n 40 "$out/console.txt"; echo "bench: run failed"; exit 1; }
+# Build tests/offload_bench for both cores and run it until its verdict;
+# CPU0's console goes to <out>/<console>. Pristine every time: an
+# incremental build can keep the Rust crates' Kconfig cfg flags from an
+# older .config (a new option would read as off).
+two_cores() { # build-dir console [extra cmake args]
+    local build="$out/$1" console="$out/$2"
+    shift 2
+    west build --sysbuild -p always -b mps2/an521/cpu0 -d "$build" "$root/tests/offload_bench" \
+        -- -DZEPHYR_EXTRA_MODULES="$root" "$@" >"$build.log" 2>&1 ||
+        { tail -n 40 "$build.log"; echo "bench: build failed (log: $build.log)"; exit 1; }
+    "$root/scripts/run_until.py" --timeout 900 \
+        --pass "bench: PASS" --fail "bench: FAIL|FATAL ERROR" \
+        -- west build -d "$build/offload_bench" -t run >"$console" 2>&1 ||
+        { grep -E "^bench:" "$console" || tail -n 40 "$console"; echo "bench: run failed"; exit 1; }
+}
+two_cores build console.txt
 python3 "$root/scripts/bench_report.py" "$out/console.txt" "$out"
+
+# The placement phases on the same two emulated cores.
+echo
+two_cores build-placement placement-console.txt -DSB_CONFIG_OFFLOAD_BENCH_PLACEMENT=y
+grep -E "^bench: placement" "$out/placement-console.txt" | tee "$out/placement_emul.txt"
 
 # The int8 TFLite interpreter: host callgrind against TFLite's reference
 # kernels, emulated cycles on mps2/an521, arena (<out>/tflite.md).
