@@ -48,8 +48,9 @@
 //! * Sliced: [`NpuDevice::invoke`] runs the whole network before it
 //!   returns; [`NpuDevice::invoke_async`] plans the run, copies the staged
 //!   input in and returns with the device `Busy`; each
-//!   [`NpuDevice::poll`] then runs **one operator** of the interpreter
-//!   ([`synaptic_tflite::Interpreter::step`], resumed from a
+//!   [`NpuDevice::poll`] then runs **one step** of the interpreter (an
+//!   operator, or `synaptic_tflite::STEP_ROWS` output rows of a
+//!   convolution: [`synaptic_tflite::Interpreter::step`], resumed from a
 //!   [`synaptic_tflite::Checkpoint`]) and the last one copies the output
 //!   out, calls `done` and returns the device to `Idle`. Capabilities say
 //!   `async_invoke: true, sliced: true`: the device progresses only when
@@ -589,7 +590,7 @@ impl<'d> TfliteDevice<'d> {
         Ok(Self::planned(&r.model, plan, input)?.checkpoint())
     }
 
-    /// One operator of the sliced run; the checkpoint after it, and on the
+    /// One step of the sliced run; the checkpoint after it, and on the
     /// last one the output copied out.
     fn slice(&mut self, r: Resident, at: Checkpoint) -> Result<Checkpoint, NpuError> {
         let (plan, output, _) = self.split(&r)?;
@@ -723,7 +724,7 @@ impl NpuDevice for TfliteDevice<'_> {
         }
     }
 
-    /// Runs one operator of the run in flight; `true` when that finished
+    /// Runs one step of the run in flight; `true` when that finished
     /// it (`done` has been called).
     fn poll(&mut self) -> bool {
         let Some(run) = self.run.filter(|_| self.state == NpuState::Busy) else {

@@ -41,7 +41,8 @@
 //!   for the device's completion (an interrupt) or for new work, then steps
 //!   again.
 //! * **Sliced CPU device**: a CPU device whose capabilities say `sliced`
-//!   ([`crate::device::TfliteDevice`]: one operator per slice) is started
+//!   ([`crate::device::TfliteDevice`]: one interpreter step, an operator
+//!   or a few rows of a convolution, per slice) is started
 //!   asynchronously too, but it progresses only when polled, on this
 //!   thread: every `step` first runs one slice of it, then collects and
 //!   feeds the NPU. A slice counts as a step that ran

@@ -269,9 +269,10 @@ fn overlap_runs_a_cpu_model_in_slices_while_the_npu_is_busy() {
     let (h, on_cpu) = rig.model(&speech(DeviceMask::CPU_INTERPRETER));
     let meta = rig.registry.info(h).unwrap().input;
     assert_eq!(rig.registry.info(s).unwrap().input, meta);
-    let operators = synaptic_tflite::Model::parse(MICRO_SPEECH)
+    let steps = synaptic_tflite::Model::parse(MICRO_SPEECH)
         .unwrap()
-        .operator_count();
+        .step_count()
+        .unwrap();
     let (yes, no) = (leak(int8(YES)), leak(int8(NO)));
     let mut arena = vec![0u8; 6_224 + 1_960 + 4];
     let mut cpu = TfliteDevice::new(&mut arena);
@@ -304,8 +305,12 @@ fn overlap_runs_a_cpu_model_in_slices_while_the_npu_is_busy() {
         matches!(sched.step(&mut env), StepOutcome::Ran { job, finished: false, .. } if job == b)
     );
     let slices = steps_until_done(&mut sched, &mut env, b, 100);
-    assert_eq!(slices.len(), operators, "one operator a step: {slices:?}");
-    assert!(slices[..operators - 1]
+    assert_eq!(
+        slices.len(),
+        steps,
+        "one interpreter step a step: {slices:?}"
+    );
+    assert!(slices[..steps - 1]
         .iter()
         .all(|o| matches!(o, StepOutcome::Ran { job, finished: false, .. } if *job == b)));
     assert_eq!(env.npu.state(), synaptic_runtime::npu::NpuState::Busy);
@@ -326,7 +331,7 @@ fn overlap_runs_a_cpu_model_in_slices_while_the_npu_is_busy() {
         .service_time(h, Device::CpuInterpreter)
         .unwrap();
     assert_eq!(t.samples(), 1);
-    assert!(t.estimate_us().unwrap() as usize >= operators * TICK_US as usize);
+    assert!(t.estimate_us().unwrap() as usize >= steps * TICK_US as usize);
 }
 
 #[test]
@@ -614,9 +619,10 @@ fn the_sliced_device_gives_the_synchronous_output_and_can_be_aborted() {
     let mut rig = Rig::new();
     let (h, _) = rig.model(&person(DeviceMask::CPU_INTERPRETER));
     let model: NpuModel = rig.registry.device_model(h).unwrap();
-    let operators = synaptic_tflite::Model::parse(PERSON_DETECT)
+    let steps = synaptic_tflite::Model::parse(PERSON_DETECT)
         .unwrap()
-        .operator_count();
+        .step_count()
+        .unwrap();
     let mut arena = vec![0u8; 78_752 + 9_216 + 2];
     let mut cpu = TfliteDevice::new(&mut arena);
     cpu.init().unwrap();
@@ -640,7 +646,7 @@ fn the_sliced_device_gives_the_synchronous_output_and_can_be_aborted() {
             polls += 1;
             assert_eq!(cpu.state(), NpuState::Busy);
         }
-        assert_eq!(polls, operators, "one operator a poll");
+        assert_eq!(polls, steps, "one interpreter step a poll");
         assert_eq!(DONE.swap(0, Ordering::SeqCst), 7);
         assert_eq!(cpu.state(), NpuState::Idle);
         assert!(!cpu.poll(), "nothing in flight");

@@ -10,6 +10,8 @@
 //! sums are regrouped where that is exact modulo 2^32 (each function says
 //! how), so the bytes are the reference's.
 
+use core::ops::Range;
+
 use crate::model::Geometry;
 use crate::quant::{clamp, expf, multiply_by_quantized_multiplier};
 use crate::Error;
@@ -178,6 +180,16 @@ impl Block {
     }
 }
 
+/// The output rows of batch `b` among `rows` (a convolution's rows counted
+/// over every batch, `b * out_h + oy`): a sliced run computes some rows
+/// of the output at a time.
+fn rows_of(b: usize, g: &Geometry, rows: &Range<usize>) -> Range<usize> {
+    let first = b * g.out_h;
+    let lo = rows.start.saturating_sub(first).min(g.out_h);
+    let hi = rows.end.saturating_sub(first).min(g.out_h);
+    lo..hi.max(lo)
+}
+
 /// `reference_integer_ops::ConvPerChannel`.
 ///
 /// The reference accumulates `Σ w * (x + input_offset)` over the taps
@@ -191,6 +203,7 @@ pub(crate) fn conv(
     bias: Option<&[u8]>,
     q: &Requantize<'_>,
     output: &mut [u8],
+    rows: Range<usize>,
 ) -> Result<(), Error> {
     let per_channel = g.filter_h * g.filter_w * g.in_c;
     let row = g.filter_w * g.in_c;
@@ -207,7 +220,7 @@ pub(crate) fn conv(
             block.filter_sum[j] = sum(f);
         }
         for b in 0..g.batches {
-            for oy in 0..g.out_h {
+            for oy in rows_of(b, g, &rows) {
                 let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
                 let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
                 for ox in 0..g.out_w {
@@ -290,6 +303,7 @@ pub(crate) fn depthwise_conv(
     bias: Option<&[u8]>,
     q: &Requantize<'_>,
     output: &mut [u8],
+    rows: Range<usize>,
 ) -> Result<(), Error> {
     let dm = g.depth_multiplier;
     if dm == 0 {
@@ -308,7 +322,7 @@ pub(crate) fn depthwise_conv(
         };
         block.load(first, n, bias, q)?;
         for b in 0..g.batches {
-            for oy in 0..g.out_h {
+            for oy in rows_of(b, g, &rows) {
                 let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
                 let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
                 for ox in 0..g.out_w {
@@ -636,13 +650,25 @@ mod tests {
                 channels: &channels,
             };
             let want = reference(&g, depthwise, &x, &f, &bias, &q);
+            let run = |rows: Range<usize>, out: &mut [u8]| {
+                if depthwise {
+                    depthwise_conv(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
+                } else {
+                    conv(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
+                }
+            };
+            let all = g.batches * g.out_h;
             let mut got = std::vec![0u8; want.len()];
-            if depthwise {
-                depthwise_conv(&g, &x, &f, Some(&bias), &q, &mut got).unwrap();
-            } else {
-                conv(&g, &x, &f, Some(&bias), &q, &mut got).unwrap();
-            }
+            run(0..all, &mut got);
             assert_eq!(got, want, "case {case}: {g:?}");
+            // The same rows in slices (as a sliced run computes them),
+            // slice length 1 to 3, across batch boundaries.
+            let mut sliced = std::vec![0u8; want.len()];
+            let step = 1 + case % 3;
+            for start in (0..all).step_by(step) {
+                run(start..(start + step).min(all), &mut sliced);
+            }
+            assert_eq!(sliced, want, "case {case} in slices of {step}: {g:?}");
         }
     }
 }

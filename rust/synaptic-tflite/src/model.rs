@@ -449,6 +449,26 @@ impl<'a> Model<'a> {
         self.operators.len()
     }
 
+    /// Steps a sliced run of this model takes
+    /// ([`crate::Interpreter::step`]): one per operator, a convolution one
+    /// per [`crate::STEP_ROWS`] of its output rows.
+    ///
+    /// # Errors
+    ///
+    /// As planning the model would.
+    pub fn step_count(&self) -> Result<usize, Error> {
+        let mut steps = 0;
+        for k in 0..self.operator_count() {
+            steps += match self.prepare(k)?.kind {
+                Kind::Conv { geometry, .. } => (geometry.batches * geometry.out_h)
+                    .div_ceil(crate::STEP_ROWS)
+                    .max(1),
+                _ => 1,
+            };
+        }
+        Ok(steps)
+    }
+
     /// Number of graph inputs.
     pub fn input_count(&self) -> usize {
         self.inputs.len()

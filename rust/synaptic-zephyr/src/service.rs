@@ -29,9 +29,10 @@
 //! execution device, the CPU interpreter
 //! (`synaptic_runtime::device::TfliteDevice`, its arena a static of
 //! `CONFIG_SYNAPTIC_CPU_INTERPRETER_ARENA_SIZE` bytes): models registered
-//! for it run on CPU0's core inside the serving thread, one operator per
-//! scheduler step (the device is sliced; the service runs in overlap
-//! mode), so the stub NPU gets its next job between two operators; models
+//! for it run on CPU0's core inside the serving thread, one interpreter
+//! step (an operator, or a few output rows of a convolution) per scheduler
+//! step (the device is sliced; the service runs in overlap mode), so the
+//! stub NPU gets its next job between two of them; models
 //! for the NPU stay on the stub. Every output the
 //! interpreter produces is recorded for the `syn ipc status` view and
 //! printed on CPU0's log, with the predicted label when the application
