@@ -66,8 +66,9 @@ pub const PLACEMENT_OUTPUT: usize = 4;
 pub const PLACEMENT_POLICIES: usize = 5;
 /// Offered load of each placement phase: arrival rate times the NPU's
 /// time, per mille.
-pub const PLACEMENT_LOADS_PERMILLE: [u32; 2] = [600, 1_200];
-/// Arrivals per placement phase (the same sequence in every phase).
+pub const PLACEMENT_LOADS_PERMILLE: [u32; 3] = [600, 1_200, 1_800];
+/// Arrivals per placement phase (the same sequence in every phase, its
+/// gaps scaled to the phase's mean gap by their own mean).
 pub const PLACEMENT_ARRIVALS: usize = 240;
 /// The stub NPU's time for the model as a fraction of the CPU
 /// interpreter's measured time (the CPU 1.5x slower, as on the host).
