@@ -52,12 +52,12 @@ use synaptic_abi::Priority;
 use synaptic_runtime::arena::{DType, TensorMeta, TensorRef};
 use synaptic_runtime::device::{Device, DeviceMask, Policy};
 use synaptic_runtime::latency::{predict_placed, PooledClass};
-use synaptic_runtime::npu::{stub_output, NpuDevice};
+use synaptic_runtime::npu::stub_output;
 use synaptic_runtime::pipeline::{PipelineId, PipelinePool};
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry};
-use synaptic_runtime::sched::{Env, JobId, JobRequest, JobStatus, Scheduler, StepOutcome};
+use synaptic_runtime::sched::{JobId, JobRequest, JobStatus, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, FakeClock};
-use synaptic_sim::devices::TimedStub;
+use synaptic_sim::devices::{self, TimedStub};
 
 /// Person detection, keyword spotting.
 const MODELS: [&str; 2] = ["person_detect", "micro_speech"];
@@ -246,15 +246,7 @@ fn run(policy: Policy, load: f64) -> Run {
                 Err(_) => dropped[a.class.index()] += 1,
             }
         }
-        let mut env = Env {
-            registry: &mut registry,
-            npu: &mut npu,
-            cpu: Some(&mut cpu as &mut dyn NpuDevice),
-            pipelines: &pool,
-            clock,
-            profiler: None,
-        };
-        let outcome = sched.step(&mut env);
+        let outcome = devices::step(&mut sched, &mut registry, &mut npu, &mut cpu, &pool, clock);
         let now = clock.now_us();
         in_flight.retain(|(id, a)| match sched.status(*id) {
             Ok(JobStatus::Done(_)) | Ok(JobStatus::Failed(_)) => {

@@ -13,7 +13,30 @@
 use synaptic_runtime::npu::{
     NpuCallback, NpuCapabilities, NpuDevice, NpuError, NpuModel, NpuRun, NpuState, StubNpu,
 };
+use synaptic_runtime::pipeline::PipelinePool;
+use synaptic_runtime::registry::Registry;
+use synaptic_runtime::sched::{Env, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, FakeClock};
+
+/// One scheduler step over `npu` and the CPU device `cpu`, on the fake
+/// clock, with no profiler: a scenario's turn.
+pub fn step<N: NpuDevice, const J: usize, const M: usize, const P: usize, const S: usize>(
+    sched: &mut Scheduler<'_, J>,
+    registry: &mut Registry<M>,
+    npu: &mut N,
+    cpu: &mut dyn NpuDevice,
+    pipelines: &PipelinePool<P, S>,
+    clock: &FakeClock,
+) -> StepOutcome {
+    sched.step(&mut Env {
+        registry,
+        npu,
+        cpu: Some(cpu),
+        pipelines,
+        clock,
+        profiler: None,
+    })
+}
 
 /// The stub under a [`TimedStub`]: 64-byte inputs, 16-byte outputs.
 pub type Stub = StubNpu<&'static FakeClock, 64, 16>;

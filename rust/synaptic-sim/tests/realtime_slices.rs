@@ -15,9 +15,9 @@ use synaptic_runtime::device::{Device, DeviceMask};
 use synaptic_runtime::npu::NpuDevice;
 use synaptic_runtime::pipeline::{PipelineId, PipelinePool};
 use synaptic_runtime::registry::{ModelDesc, Registry};
-use synaptic_runtime::sched::{Env, JobId, JobRequest, JobStatus, Scheduler, StepOutcome};
+use synaptic_runtime::sched::{JobId, JobRequest, JobStatus, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, FakeClock};
-use synaptic_sim::devices::{Stub, TimedStub};
+use synaptic_sim::devices::{self, Stub, TimedStub};
 
 const NPU_US: u64 = 1_050;
 const CPU_US: u64 = 5_000;
@@ -80,15 +80,7 @@ fn scenario(rt_at_us: u64) -> Finished {
             };
             realtime = Some(sched.submit(request, &pool, clock).unwrap());
         }
-        let mut env = Env {
-            registry: &mut registry,
-            npu: &mut npu,
-            cpu: Some(&mut cpu as &mut dyn NpuDevice),
-            pipelines: &pool,
-            clock,
-            profiler: None,
-        };
-        let outcome = sched.step(&mut env);
+        let outcome = devices::step(&mut sched, &mut registry, &mut npu, &mut cpu, &pool, clock);
         for (k, job) in [Some(normal), realtime, Some(on_cpu_job)]
             .into_iter()
             .enumerate()
