@@ -3,7 +3,11 @@
 //! measured: a table for people, `BENCH,` and `SAMPLES,` lines for
 //! `scripts/bench_report.py`, and a verdict on whether every row is there
 //! and well formed. Nothing here judges a figure: the benchmark reports,
-//! it does not assert speed.
+//! it does not assert speed. The placement build
+//! (`CONFIG_SYNAPTIC_CPU_INTERPRETER`, see `offload_bench_protocol`)
+//! serves the real keyword-spotting network on both devices instead, also
+//! switches the placement policy and reads the interpreter's busy time
+//! for CPU1, and prints its phases (`placement`).
 #![no_std]
 
 use offload_bench_protocol::{self as p, Board, Command, Kind};
