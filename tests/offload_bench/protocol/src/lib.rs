@@ -592,6 +592,30 @@ mod tests {
     extern crate std;
     use super::*;
 
+    /// A row of `kind` with its summary's n and [min, p50, p99, max] and
+    /// its two extra words.
+    fn row(
+        kind: Kind,
+        param: u32,
+        n: u32,
+        [min, p50, p99, max]: [u32; 4],
+        [extra1, extra2]: [u32; 2],
+    ) -> Row {
+        Row {
+            kind: kind as u32,
+            param,
+            summary: Summary {
+                n,
+                min,
+                p50,
+                p99,
+                max,
+            },
+            extra1,
+            extra2,
+        }
+    }
+
     #[test]
     fn percentiles_by_nearest_rank() {
         let mut v: std::vec::Vec<u32> = (1..=1000).rev().collect();
@@ -609,19 +633,13 @@ mod tests {
         // SAFETY: the vector outlives the board and is used only through it.
         let board = unsafe { Board::at_end(base, 4 * region.len()) };
         board.clear();
-        let row = Row {
-            kind: Kind::InferSmall as u32,
-            param: 0,
-            summary: Summary {
-                n: INFER_ROUNDS as u32,
-                min: 10,
-                p50: 20,
-                p99: 30,
-                max: 40,
-            },
-            extra1: 5,
-            extra2: 0,
-        };
+        let row = row(
+            Kind::InferSmall,
+            0,
+            INFER_ROUNDS as u32,
+            [10, 20, 30, 40],
+            [5, 0],
+        );
         assert!(row.is_well_formed());
         assert!(board.push_row(&row));
         assert_eq!(board.rows_written(), 1);
@@ -652,19 +670,13 @@ mod tests {
 
     #[test]
     fn malformed_rows_are_caught() {
-        let good = Row {
-            kind: Kind::StatusPoll as u32,
-            param: 0,
-            summary: Summary {
-                n: STATUS_ROUNDS as u32,
-                min: 1,
-                p50: 2,
-                p99: 3,
-                max: 4,
-            },
-            extra1: 0,
-            extra2: 0,
-        };
+        let good = row(
+            Kind::StatusPoll,
+            0,
+            STATUS_ROUNDS as u32,
+            [1, 2, 3, 4],
+            [0, 0],
+        );
         assert!(good.is_well_formed());
         let mut bad = good;
         bad.summary.p50 = 5;
@@ -717,19 +729,13 @@ mod tests {
 
     #[test]
     fn placement_rows_are_checked() {
-        let class = Row {
-            kind: Kind::PlacementClass as u32,
-            param: phase_param(4, 1),
-            summary: Summary {
-                n: 10,
-                min: 5,
-                p50: 8,
-                p99: 12,
-                max: 12,
-            },
-            extra1: 2 | 6 << 8,
-            extra2: 9,
-        };
+        let class = row(
+            Kind::PlacementClass,
+            phase_param(4, 1),
+            10,
+            [5, 8, 12, 12],
+            [2 | 6 << 8, 9],
+        );
         assert!(class.is_well_formed());
         assert_eq!(phase_of(class.param), (4, 1));
         let mut bad = class;
@@ -741,19 +747,13 @@ mod tests {
         bad = class;
         bad.extra2 = 13; // mean above the max
         assert!(!bad.is_well_formed());
-        let run = Row {
-            kind: Kind::PlacementRun as u32,
-            param: phase_param(0, 0),
-            summary: Summary {
-                n: PLACEMENT_ARRIVALS as u32,
-                min: 100,
-                p50: 100,
-                p99: 100,
-                max: 100,
-            },
-            extra1: 900,
-            extra2: 0,
-        };
+        let run = row(
+            Kind::PlacementRun,
+            phase_param(0, 0),
+            PLACEMENT_ARRIVALS as u32,
+            [100, 100, 100, 100],
+            [900, 0],
+        );
         assert!(run.is_well_formed());
         let mut short = run;
         short.summary.n -= 1; // a request lost
