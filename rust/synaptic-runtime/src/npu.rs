@@ -281,6 +281,149 @@ pub trait NpuDevice {
     fn abort(&mut self) -> bool {
         false
     }
+
+    /// The last completed invoke's device time, when the device measures it
+    /// itself (a driver that stamps its completion interrupt, a cycle
+    /// counter); `None` after a failed invoke, and by default. The
+    /// scheduler learns a model's service time from it rather than from
+    /// when it collected the run: a CPU slice on the serving thread can
+    /// delay the collection by a whole slice.
+    fn last_run(&self) -> Option<NpuRun> {
+        None
+    }
+}
+
+/// Forwards [`NpuDevice`] methods unchanged to a field: a wrapper device
+/// that changes a few of them names, inside its `impl NpuDevice`, the field
+/// and the methods it does not change. The signatures live here once.
+///
+/// # Examples
+///
+/// ```
+/// use synaptic_runtime::forward_npu_device;
+/// use synaptic_runtime::npu::{NpuCapabilities, NpuDevice, NpuState, StubNpu};
+/// use synaptic_runtime::time::FakeClock;
+///
+/// /// A stub that says it is sliced; everything else is the stub's.
+/// struct Sliced<'c>(StubNpu<&'c FakeClock>);
+///
+/// impl NpuDevice for Sliced<'_> {
+///     forward_npu_device!(0: init, deinit, state, load_model, unload_model,
+///         loaded_model, set_input, invoke, invoke_async, poll, get_output,
+///         suspend, resume, clear_error, abort, last_run);
+///     fn capabilities(&self) -> NpuCapabilities {
+///         NpuCapabilities { sliced: true, ..self.0.capabilities() }
+///     }
+/// }
+///
+/// let clock = FakeClock::new(0);
+/// let mut device = Sliced(StubNpu::new(&clock, 1));
+/// device.init().unwrap();
+/// assert_eq!(device.state(), NpuState::Idle);
+/// assert!(device.capabilities().sliced);
+/// ```
+#[macro_export]
+macro_rules! forward_npu_device {
+    ($field:tt: $($method:ident),+ $(,)?) => {
+        $($crate::forward_npu_device!(@ $field $method);)+
+    };
+    (@ $f:tt init) => {
+        fn init(&mut self) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.init()
+        }
+    };
+    (@ $f:tt deinit) => {
+        fn deinit(&mut self) {
+            self.$f.deinit()
+        }
+    };
+    (@ $f:tt capabilities) => {
+        fn capabilities(&self) -> $crate::npu::NpuCapabilities {
+            self.$f.capabilities()
+        }
+    };
+    (@ $f:tt state) => {
+        fn state(&self) -> $crate::npu::NpuState {
+            self.$f.state()
+        }
+    };
+    (@ $f:tt load_model) => {
+        fn load_model(
+            &mut self,
+            model: &$crate::npu::NpuModel,
+        ) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.load_model(model)
+        }
+    };
+    (@ $f:tt unload_model) => {
+        fn unload_model(&mut self) {
+            self.$f.unload_model()
+        }
+    };
+    (@ $f:tt loaded_model) => {
+        fn loaded_model(&self) -> ::core::option::Option<u32> {
+            self.$f.loaded_model()
+        }
+    };
+    (@ $f:tt set_input) => {
+        fn set_input(&mut self, input: &[u8]) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.set_input(input)
+        }
+    };
+    (@ $f:tt invoke) => {
+        fn invoke(
+            &mut self,
+        ) -> ::core::result::Result<$crate::npu::NpuRun, $crate::npu::NpuError> {
+            self.$f.invoke()
+        }
+    };
+    (@ $f:tt invoke_async) => {
+        fn invoke_async(
+            &mut self,
+            done: $crate::npu::NpuCallback,
+            context: usize,
+        ) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.invoke_async(done, context)
+        }
+    };
+    (@ $f:tt poll) => {
+        fn poll(&mut self) -> bool {
+            self.$f.poll()
+        }
+    };
+    (@ $f:tt get_output) => {
+        fn get_output(
+            &mut self,
+            output: &mut [u8],
+        ) -> ::core::result::Result<usize, $crate::npu::NpuError> {
+            self.$f.get_output(output)
+        }
+    };
+    (@ $f:tt suspend) => {
+        fn suspend(&mut self) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.suspend()
+        }
+    };
+    (@ $f:tt resume) => {
+        fn resume(&mut self) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.resume()
+        }
+    };
+    (@ $f:tt clear_error) => {
+        fn clear_error(&mut self) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.clear_error()
+        }
+    };
+    (@ $f:tt abort) => {
+        fn abort(&mut self) -> bool {
+            self.$f.abort()
+        }
+    };
+    (@ $f:tt last_run) => {
+        fn last_run(&self) -> ::core::option::Option<$crate::npu::NpuRun> {
+            self.$f.last_run()
+        }
+    };
 }
 
 /// First input byte that makes the stub fail when [`StubNpu::fail_on_marker`] is on.
@@ -422,6 +565,10 @@ pub struct StubNpu<T, const IN: usize = DEFAULT_STUB_INPUT, const OUT: usize = D
     reference_rule: bool,
     invokes: u32,
     pending: Option<Pending>,
+    /// `false` by default. One byte (in the struct's padding), no more:
+    /// firmware builds the stub in place in a zeroed static, which a
+    /// larger value has been seen to turn into a copy through the stack.
+    untimed: bool,
 }
 
 impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
@@ -445,12 +592,21 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> StubNpu<T, IN, OUT> {
             reference_rule: false,
             invokes: 0,
             pending: None,
+            untimed: false,
         }
     }
 
     /// Sets the seed of the output function (see the module docs).
     pub fn set_seed(&mut self, seed: u32) {
         self.seed = seed;
+    }
+
+    /// Whether the stub reports each run's device time
+    /// ([`NpuDevice::last_run`]: its latency), as a driver that stamps its
+    /// completion interrupt does; on from [`StubNpu::new`]. Off, it models
+    /// a device that does not, which the scheduler times to collection.
+    pub fn set_timed(&mut self, timed: bool) {
+        self.untimed = !timed;
     }
 
     /// Null mode: no work on the data (no input copy, no hash, no output
@@ -709,6 +865,14 @@ impl<T: Clock + Delay, const IN: usize, const OUT: usize> NpuDevice for StubNpu<
         self.expect(NpuState::Error)?;
         self.state = NpuState::Idle;
         Ok(())
+    }
+
+    /// The modelled latency, while the last run's output is valid (a
+    /// failed or abandoned run has none).
+    fn last_run(&self) -> Option<NpuRun> {
+        (self.output_valid && !self.untimed).then_some(NpuRun {
+            latency_us: self.latency_us,
+        })
     }
 }
 

@@ -107,20 +107,13 @@ impl TimedStub {
 }
 
 impl NpuDevice for TimedStub {
-    fn init(&mut self) -> Result<(), NpuError> {
-        self.stub.init()
-    }
-    fn deinit(&mut self) {
-        self.stub.deinit()
-    }
+    synaptic_runtime::forward_npu_device!(stub: init, deinit, state, unload_model, loaded_model,
+        set_input, get_output, suspend, resume, clear_error, last_run);
     fn capabilities(&self) -> NpuCapabilities {
         NpuCapabilities {
             sliced: self.slice_us.is_some(),
             ..self.stub.capabilities()
         }
-    }
-    fn state(&self) -> NpuState {
-        self.stub.state()
     }
     fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
         self.stub.load_model(model)?;
@@ -128,15 +121,6 @@ impl NpuDevice for TimedStub {
             self.stub.set_latency_us(*us);
         }
         Ok(())
-    }
-    fn unload_model(&mut self) {
-        self.stub.unload_model()
-    }
-    fn loaded_model(&self) -> Option<u32> {
-        self.stub.loaded_model()
-    }
-    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
-        self.stub.set_input(input)
     }
     fn invoke(&mut self) -> Result<NpuRun, NpuError> {
         self.book();
@@ -157,17 +141,5 @@ impl NpuDevice for TimedStub {
             self.clock.advance(left.min(slice_us));
         }
         self.stub.poll()
-    }
-    fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
-        self.stub.get_output(output)
-    }
-    fn suspend(&mut self) -> Result<(), NpuError> {
-        self.stub.suspend()
-    }
-    fn resume(&mut self) -> Result<(), NpuError> {
-        self.stub.resume()
-    }
-    fn clear_error(&mut self) -> Result<(), NpuError> {
-        self.stub.clear_error()
     }
 }

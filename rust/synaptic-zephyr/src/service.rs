@@ -56,7 +56,7 @@ use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{Arena, DType, Lifetime, TensorMeta, DEFAULT_SCRATCH_DEPTH};
 use synaptic_runtime::device::{Device, Policy};
 #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
-use synaptic_runtime::npu::{NpuCallback, NpuCapabilities, NpuError, NpuModel, NpuRun};
+use synaptic_runtime::npu::NpuError;
 use synaptic_runtime::npu::{NpuDevice, NpuState, StubNpu};
 use synaptic_runtime::pipeline::PipelinePool;
 use synaptic_runtime::prof::Profiler;
@@ -713,56 +713,15 @@ impl<D: NpuDevice> Observed<D> {
 
 #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
 impl<D: NpuDevice> NpuDevice for Observed<D> {
-    fn init(&mut self) -> Result<(), NpuError> {
-        self.device.init()
-    }
-    fn deinit(&mut self) {
-        self.device.deinit()
-    }
-    fn capabilities(&self) -> NpuCapabilities {
-        self.device.capabilities()
-    }
-    fn state(&self) -> NpuState {
-        self.device.state()
-    }
-    fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
-        self.device.load_model(model)
-    }
-    fn unload_model(&mut self) {
-        self.device.unload_model()
-    }
-    fn loaded_model(&self) -> Option<u32> {
-        self.device.loaded_model()
-    }
-    fn set_input(&mut self, input: &[u8]) -> Result<(), NpuError> {
-        self.device.set_input(input)
-    }
-    fn invoke(&mut self) -> Result<NpuRun, NpuError> {
-        self.device.invoke()
-    }
-    fn invoke_async(&mut self, done: NpuCallback, context: usize) -> Result<(), NpuError> {
-        self.device.invoke_async(done, context)
-    }
-    fn poll(&mut self) -> bool {
-        self.device.poll()
-    }
+    // Everything but the output is the device's own; `abort` too, so that
+    // the sliced CPU device stops a cancelled job's run.
+    synaptic_runtime::forward_npu_device!(device: init, deinit, capabilities, state, load_model,
+        unload_model, loaded_model, set_input, invoke, invoke_async, poll, suspend, resume,
+        clear_error, abort, last_run);
     fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
         let n = self.device.get_output(output)?;
         self.record(&output[..n]);
         Ok(n)
-    }
-    fn suspend(&mut self) -> Result<(), NpuError> {
-        self.device.suspend()
-    }
-    fn resume(&mut self) -> Result<(), NpuError> {
-        self.device.resume()
-    }
-    fn clear_error(&mut self) -> Result<(), NpuError> {
-        self.device.clear_error()
-    }
-    // Forwarded: the sliced CPU device stops a cancelled job's run.
-    fn abort(&mut self) -> bool {
-        self.device.abort()
     }
 }
 
