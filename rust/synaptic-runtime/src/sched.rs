@@ -33,10 +33,12 @@
 //!   step starts its device with `invoke_async` and the job waits on the
 //!   device while other jobs' steps run; the next `step` after the device
 //!   finishes collects its output and, in the same call, starts the next
-//!   model step, so the device waits only for that hand-over. Each device
-//!   has its own step in flight (one per [`Device`]), so the NPU and the
-//!   CPU interpreter run two jobs at once. While a job's device is busy, a
-//!   job whose next step was placed there waits
+//!   model step, so the device waits only for that hand-over (an NPU that
+//!   is done as soon as it starts, a null executor, is collected in the
+//!   step that started it). Each device has its own step in flight (one
+//!   per [`Device`]), so the NPU and the CPU interpreter run two jobs at
+//!   once. While a job's device is busy, a job whose next step was placed
+//!   there waits
 //!   ([`StepOutcome::Waiting`] when nothing else can run); the caller waits
 //!   for the device's completion (an interrupt) or for new work, then steps
 //!   again.
@@ -1037,6 +1039,11 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         &mut self,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> StepOutcome {
+        // Nothing queued, running or on a device, and no device run left
+        // to reap (a cancelled job's): an idle turn costs these loads.
+        if self.active == 0 && !self.feed_npu && self.runs.iter().all(Option::is_none) {
+            return StepOutcome::Idle;
+        }
         // Overlap: a sliced CPU step in flight runs its next slice first
         // (this turn's own CPU work), then each finished device's output is
         // taken, the next step started (a freed device's next job first),
@@ -1079,12 +1086,24 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         // thread (a REALTIME job must not find it taken by an older one).
         let held = [sliced && npu_done.is_some(), sliced && cpu_done.is_some()];
         self.feed_npu = held[0];
+        let npu_free = self.on_device[Device::Npu.index()].is_none();
         let ran = self.run_next(busy, held, env);
+        // An NPU that finishes as it starts (a null executor, a fast
+        // accelerator) is collected in the same turn, not a turn later: a
+        // turn per request saved. A device still running costs one poll.
+        let at_once = if self.overlap && npu_free && self.on_device[Device::Npu.index()].is_some() {
+            self.collect(Device::Npu, env).0
+        } else {
+            None
+        };
         let npu_advanced = npu_done.map(|c| self.advance(c, env));
         let cpu_advanced = cpu_done.map(|c| self.advance(c, env));
+        let at_once = at_once.map(|c| self.advance(c, env));
         // A slice that did not end its step is work done too: the caller
         // steps again at once (the CPU device runs only when polled).
-        ran.or(npu_advanced)
+        at_once
+            .or(ran)
+            .or(npu_advanced)
             .or(cpu_advanced)
             .or(slice)
             .unwrap_or(if busy[0] || busy[1] {
@@ -1497,13 +1516,17 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 }),
             }
         };
+        // The step's service time: a sliced step's slices, else the
+        // device's own measure of its run, else the time to collection.
         if let (Ok(_), Some(run)) = (&result, run) {
-            let _ = if run.sliced {
-                registry.record_service_time(run.model, device, run.busy_us)
-            } else {
-                registry.record_service_sample(run.model, device, |estimate| {
+            let _ = match (run.sliced, dev.last_run()) {
+                (true, _) => registry.record_service_time(run.model, device, run.busy_us),
+                (false, Some(measured)) => {
+                    registry.record_service_time(run.model, device, measured.latency_us)
+                }
+                (false, None) => registry.record_service_sample(run.model, device, |estimate| {
                     run.sample_us(now, estimate)
-                })
+                }),
             };
         }
         (
@@ -2058,6 +2081,22 @@ mod tests {
             id
         }
 
+        /// A scheduler over `work` in overlap mode with one job of `p` on
+        /// `data` submitted.
+        fn overlapped<'a>(
+            &self,
+            work: &'a mut [u8],
+            p: PipelineId,
+            data: &'a [u8; 8],
+        ) -> (Scheduler<'a, 2>, JobId) {
+            let mut sched = Scheduler::new(work);
+            sched.set_overlap(true).unwrap();
+            let id = sched
+                .submit(JobRequest::new(p, input(data)), &self.pool, self.clock)
+                .unwrap();
+            (sched, id)
+        }
+
         fn env(&mut self) -> Env<'_, StubNpu<&'static FakeClock, 64, 16>, FakeClock, 4, 4, 8> {
             Env {
                 registry: &mut self.registry,
@@ -2160,11 +2199,7 @@ mod tests {
         let p = rig.pipeline("p", &[], &[increment]);
         let data = [1u8, 2, 3, 4, 5, 6, 7, 8];
         let mut work = [0u8; 256];
-        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
-        sched.set_overlap(true).unwrap();
-        let id = sched
-            .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
-            .unwrap();
+        let (mut sched, id) = rig.overlapped(&mut work, p, &data);
         // The model step starts the device and returns at once.
         assert_eq!(sched.step(&mut rig.env()), ran(id, 0, false));
         assert_eq!(rig.npu.state(), NpuState::Busy);
@@ -2181,6 +2216,22 @@ mod tests {
         e.iter_mut().for_each(|b| *b = b.wrapping_add(1));
         assert_eq!(claim(&mut sched, id), e);
         assert_eq!(rig.profiler.last().unwrap().npu_us, NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
+    }
+
+    #[test]
+    fn overlap_collects_a_device_done_at_once_in_the_same_step() {
+        let mut rig = Rig::new();
+        rig.npu.set_latency_us(0);
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [7u8; 8];
+        let mut work = [0u8; 256];
+        let (mut sched, id) = rig.overlapped(&mut work, p, &data);
+        // Started, done and collected in one call: the job is finished
+        // and the device free, without a second step.
+        assert_eq!(sched.step(&mut rig.env()), ran(id, 0, true));
+        assert_eq!(rig.npu.state(), NpuState::Idle);
+        assert_eq!(claim(&mut sched, id), expected(rig.model, &data));
         assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
     }
 
@@ -2240,11 +2291,7 @@ mod tests {
         let p = rig.pipeline("p", &[], &[]);
         let (a, b) = ([1u8; 8], [2u8; 8]);
         let mut work = [0u8; 256];
-        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
-        sched.set_overlap(true).unwrap();
-        let ja = sched
-            .submit(JobRequest::new(p, input(&a)), &rig.pool, rig.clock)
-            .unwrap();
+        let (mut sched, ja) = rig.overlapped(&mut work, p, &a);
         let jb = sched
             .submit(JobRequest::new(p, input(&b)), &rig.pool, rig.clock)
             .unwrap();
@@ -2272,11 +2319,7 @@ mod tests {
         let bad = [FAIL_MARKER; 8];
         let good = [3u8; 8];
         let mut work = [0u8; 256];
-        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
-        sched.set_overlap(true).unwrap();
-        let jf = sched
-            .submit(JobRequest::new(p, input(&bad)), &rig.pool, rig.clock)
-            .unwrap();
+        let (mut sched, jf) = rig.overlapped(&mut work, p, &bad);
         sched.step(&mut rig.env());
         rig.clock.advance(NPU_US);
         sched.step(&mut rig.env());

@@ -146,11 +146,19 @@ fn predictions_learn_each_devices_measured_time_and_skip_failed_runs() {
     assert_eq!(rig.predicted(h, Device::Npu), (Some(1_000), 2));
     rig.npu.fail_on_marker(false);
 
-    // Overlap: the asynchronous step is timed start to collection. Collected
-    // as the device finishes: 1000 again. Collected 800 late: the sample is
-    // 1800 and the estimate moves 1/8 of the way, to 1100.
+    // Overlap, a device that does not time its runs: the asynchronous step
+    // is timed start to collection. Collected as the device finishes: 1000
+    // again. Collected 800 late: the sample is 1800 and the estimate moves
+    // 1/8 of the way, to 1100. A device that times its runs: the sample is
+    // its 1000 however late the collection, and the estimate moves back
+    // 1/8 of the way, to 1088.
     sched.set_overlap(true).unwrap();
-    for (late, expected) in [(0, (Some(1_000), 3)), (800, (Some(1_100), 4))] {
+    for (timed, late, expected) in [
+        (false, 0, (Some(1_000), 3)),
+        (false, 800, (Some(1_100), 4)),
+        (true, 800, (Some(1_088), 5)),
+    ] {
+        rig.npu.set_timed(timed);
         let id = sched
             .submit(JobRequest::new(p, input(&DATA)), &rig.pool, rig.clock)
             .unwrap();
@@ -167,7 +175,11 @@ fn predictions_learn_each_devices_measured_time_and_skip_failed_runs() {
             StepOutcome::Ran { finished: true, .. }
         ));
         sched.release(id).unwrap();
-        assert_eq!(rig.predicted(h, Device::Npu), expected, "late {late}");
+        assert_eq!(
+            rig.predicted(h, Device::Npu),
+            expected,
+            "timed {timed} late {late}"
+        );
     }
     // The other model learnt nothing.
     assert_eq!(rig.predicted(rig.npu_only.0, Device::Npu), (None, 0));
@@ -354,9 +366,14 @@ fn a_model_for_one_device_runs_there_whatever_the_policy() {
 /// steps of 1500 µs hold the scheduler's thread: job A (NPU) starts at 0,
 /// jobs B and C (CPU only) run 0..1500 and 1500..3000, and A is collected
 /// at the first step after the device finished.
-fn npu_estimate_after_cpu_steps(npu_latency_us: u64, seeded: Option<u64>) -> (Option<u32>, u32) {
+fn npu_estimate_after_cpu_steps(
+    npu_latency_us: u64,
+    seeded: Option<u64>,
+    timed: bool,
+) -> (Option<u32>, u32) {
     let mut rig = Rig::new();
     rig.npu.set_latency_us(npu_latency_us);
+    rig.npu.set_timed(timed);
     let (model, a) = rig.npu_only;
     if let Some(us) = seeded {
         rig.registry
@@ -387,20 +404,34 @@ fn npu_estimate_after_cpu_steps(npu_latency_us: u64, seeded: Option<u64>) -> (Op
 
 #[test]
 fn a_late_collection_of_an_npu_step_does_not_inflate_its_prediction() {
+    // A device that does not time its runs.
     // Done at 1000, collected at 1500 after B's CPU step: the run took
     // between 0 and 1500, the estimate 1000 lies there and stays (the
     // collection time as the sample would have made it 1063).
     assert_eq!(
-        npu_estimate_after_cpu_steps(1_000, Some(1_000)),
+        npu_estimate_after_cpu_steps(1_000, Some(1_000), false),
         (Some(1_000), 2)
     );
     // Done at 2000: seen busy at 1500, collected at 3000 after C's step.
     // The interval [1500, 3000] rules out 1000: the sample is 1500, and
     // the estimate 7/8 1000 + 1/8 1500 = 1062.5 (not 1250 from 3000).
     assert_eq!(
-        npu_estimate_after_cpu_steps(2_000, Some(1_000)),
+        npu_estimate_after_cpu_steps(2_000, Some(1_000), false),
         (Some(1_063), 2)
     );
     // No estimate yet: the upper end (1500) seeds it.
-    assert_eq!(npu_estimate_after_cpu_steps(1_000, None), (Some(1_500), 1));
+    assert_eq!(
+        npu_estimate_after_cpu_steps(1_000, None, false),
+        (Some(1_500), 1)
+    );
+    // A device that times its runs: its own 1000 and 2000, whenever
+    // collected (2000: 7/8 1000 + 1/8 2000 = 1125).
+    assert_eq!(
+        npu_estimate_after_cpu_steps(1_000, None, true),
+        (Some(1_000), 1)
+    );
+    assert_eq!(
+        npu_estimate_after_cpu_steps(2_000, Some(1_000), true),
+        (Some(1_125), 2)
+    );
 }

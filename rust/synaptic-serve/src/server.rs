@@ -867,15 +867,20 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         };
         let sample = u32::try_from(latency_us).unwrap_or(u32::MAX).max(1);
         let e = &mut self.exports[entry];
-        e.estimate_us = if e.estimate_us == 0 {
+        let estimate = if e.estimate_us == 0 {
             sample
         } else {
             // est += (sample - est) / 4, in integers.
             let est = i64::from(e.estimate_us);
             (est + (i64::from(sample) - est) / 4).clamp(1, i64::from(u32::MAX)) as u32
         };
-        self.region
-            .publish_service_time(entry, model.raw(), e.estimate_us);
+        // Unchanged (steady service): the shared words already say it; a
+        // peer's scribble over them is undone by `repair_estimates`.
+        if estimate != e.estimate_us {
+            e.estimate_us = estimate;
+            self.region
+                .publish_service_time(entry, model.raw(), estimate);
+        }
     }
 
     /// One turn of CPU0's serving thread: take every request waiting in
@@ -943,9 +948,13 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 rt.clock.new_turn();
                 self.handle_valid(&msg, rt, replies, ledger);
                 work += 1;
-                // Start what it submitted now, not a turn later.
-                if let StepOutcome::Ran { .. } = rt.step() {
+                // Start what it submitted now, not a turn later; a device
+                // that finished it at once: answer now, too.
+                if let StepOutcome::Ran { finished, .. } = rt.step() {
                     work += 1;
+                    if finished {
+                        work += self.answer(rt, replies, ledger).0;
+                    }
                 }
             }
         }

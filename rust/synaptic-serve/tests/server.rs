@@ -1148,8 +1148,9 @@ fn a_request_sent_the_moment_cpu1_has_the_reply_is_not_refused() {
                 .poll(inbox, &mut h.rt, &preempted, h.ledger, Timeout::NoWait);
         }
         // Reply 1, then the status (slot 0 held: by request 2 now). No -EBUSY.
+        // (The stub device finishes at once, so the same turn may already
+        // have answered request 2 too: its reply is read below either way.)
         assert_eq!(seen, [(1, KWS_OUT as i32), (3, 0b0001)]);
-        assert_eq!(h.ledger.mask(), 0b0001, "request 2 holds the slot");
         assert_eq!(
             h.serve(inbox, 4),
             [(2, MSG_TYPE_INFER_RESP, KWS_OUT as i32)]
