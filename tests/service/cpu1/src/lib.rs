@@ -219,6 +219,16 @@ fn flood(client: &'static ZephyrClient, report: &Report, model: Model) {
         }
         zephyr::time::sleep(zephyr::time::Duration::millis_at_least(10));
     }
+    // The flood is over when CPU0 has drained the ring: a ping answered
+    // proves it (it sits behind every status request before it). Without
+    // this the next request could find the ring still full and be refused
+    // (-EAGAIN), depending on where CPU0's flood pauses fell.
+    for _ in 0..200 {
+        if client.ping(TIMEOUT).is_ok() {
+            break;
+        }
+        zephyr::time::sleep(zephyr::time::Duration::millis_at_least(10));
+    }
     report.set(Word::Flooding, 0);
 }
 
