@@ -18,7 +18,13 @@ FPU instruction: CPU1 has no FPU, so float there would be slow emulation at
 best and a layering mistake at worst. Each CPU1 image is one check. Each
 CPU1 image also gets a line against the 16 KB flash budget of the
 application core's client; for the images named in BUDGET_ENFORCED it is a
-check (they met it, and must not grow past it again). The last line is
+check (they met it, and must not grow past it again).
+
+Every image is one more check: no function's stack frame (what its
+prologue pushes and reserves) may exceed FRAME_LIMIT. A larger frame is a
+value built on the stack that was meant to be built in place: seen once, a
+31 KB stub NPU copied through the serving thread's stack, a fault at boot
+that a small change to the stub's layout had turned on. The last line is
 `passed failed` for scripts/test.sh.
 """
 import pathlib
@@ -44,6 +50,11 @@ BUDGET_ENFORCED: frozenset[str] = frozenset({
     "mps2_an521_cpu0: sample.synaptic.dual_model/dual_model_cpu1",
     "frdm_mcxn947_mcxn947_cpu0: sample.synaptic.dual_model.frdm/dual_model_cpu1",
 })
+# The largest stack frame a function may have: the serving thread's stack
+# (SERVING_STACK in synaptic-zephyr, the largest of the module's threads);
+# a frame past it overflows whatever thread runs it. Measured largest:
+# 8,448 B (the placement build's serving loop).
+FRAME_LIMIT = 12 * 1024
 # How many components and symbols each image lists.
 TOP_COMPONENTS = 14
 TOP_SYMBOLS = 12
@@ -265,6 +276,79 @@ def budget_line(rel: str, flash: int) -> tuple[str, int]:
             f"the {CPU1_FLASH_BUDGET // 1024} KB budget", -1 if enforced else 0)
 
 
+FUNC_HEADER = re.compile(r"^[0-9a-f]+ <(.+)>:$")
+SUB_SP_IMM = re.compile(r"^sp, (?:sp, )?#(\d+)")
+SUB_SP_REG = re.compile(r"^sp, (?:sp, )?(r\d+|ip|lr)$")
+MOV_IMM = re.compile(r"^(r\d+|ip|lr), #(\d+)")
+# Branch mnemonics (with condition and width suffixes): the prologue ends
+# at the first one.
+BRANCH = re.compile(r"^(b|bl|blx|bx|cbz|cbnz|tbb|tbh|pop)"
+                    r"(eq|ne|cs|cc|hs|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)?(\.w|\.n)?$")
+
+
+def register_count(operands: str) -> int:
+    """Registers in a push list, `{r4-r7, lr}` -> 5."""
+    count = 0
+    for item in operands.strip().strip("{}").split(","):
+        bounds = re.findall(r"\d+", item)
+        count += int(bounds[1]) - int(bounds[0]) + 1 if "-" in item and len(bounds) == 2 else 1
+    return count
+
+
+def stack_frames(disassembly: str) -> list[tuple[int, str]]:
+    """(frame bytes, function) for each function of `objdump -d` output,
+    largest first: its prologue's pushes (4 bytes a core register, 8 a
+    double) and stack-pointer decrements (immediate, or a register set by
+    movw/movt), up to its first branch. Approximate (a prologue placed
+    after a branch is missed), which a guard against huge frames needs no
+    more than."""
+    frames, name, size, open_, regs = [], None, 0, False, {}
+
+    def close():
+        if name is not None:
+            frames.append((size, name))
+
+    for line in disassembly.splitlines():
+        header = FUNC_HEADER.match(line)
+        if header:
+            close()
+            name, size, open_, regs = header.group(1), 0, True, {}
+            continue
+        fields = line.split("\t")
+        if not open_ or len(fields) < 3 or not fields[0].strip().endswith(":"):
+            continue
+        op, operands = fields[2].strip(), fields[3].strip() if len(fields) > 3 else ""
+        if op in ("push", "push.w", "stmdb") and "{" in operands:
+            size += 4 * register_count(operands[operands.index("{"):])
+        elif op == "vpush":
+            size += (8 if "d" in operands else 4) * register_count(operands)
+        elif op in ("sub", "sub.w", "subw") and SUB_SP_IMM.match(operands):
+            size += int(SUB_SP_IMM.match(operands).group(1))
+        elif op in ("sub", "sub.w") and SUB_SP_REG.match(operands):
+            size += regs.get(SUB_SP_REG.match(operands).group(1), 0)
+        elif op in ("movw", "mov.w", "mov") and MOV_IMM.match(operands):
+            reg, value = MOV_IMM.match(operands).groups()
+            regs[reg] = int(value)
+        elif op == "movt" and MOV_IMM.match(operands):
+            reg, value = MOV_IMM.match(operands).groups()
+            regs[reg] = regs.get(reg, 0) + (int(value) << 16)
+        elif BRANCH.match(op):
+            open_ = False
+    close()
+    return sorted(frames, reverse=True)
+
+
+def frame_check(rel: str, disassembly: str) -> bool:
+    """Prints the image's largest stack frame as a check against FRAME_LIMIT."""
+    frames = stack_frames(disassembly)
+    size, name = frames[0] if frames else (0, "-")
+    ok = size <= FRAME_LIMIT
+    verdict = "PASS" if ok else "FAIL"
+    print(f"  {verdict}    stack frames of {rel}: largest {size:,} B ({demangle(name)}), "
+          f"limit {FRAME_LIMIT:,}")
+    return ok
+
+
 def short_name(rel: pathlib.Path) -> str:
     """platform/toolchain/<absolute source path>/scenario[/image] as
     platform: scenario[/image] (the rest is the same for every image)."""
@@ -292,6 +376,11 @@ def main(outdir: str) -> int:
         flash, ram = sizes(elf)
         print(f"  {rel:72} {flash:9} {ram:9}")
         report_breakdown(elf)
+        dis = run("arm-none-eabi-objdump", "-d", str(elf))
+        if frame_check(rel, dis):
+            passed += 1
+        else:
+            failed += 1
         cfg = config(elf)
         if not re.search(r"^CONFIG_SOC_\w+_CPU1=y", cfg, re.M):
             continue
@@ -301,7 +390,6 @@ def main(outdir: str) -> int:
         failed += verdict < 0
         syms = run("arm-none-eabi-nm", str(elf)).split("\n")
         soft = sorted({s.split()[-1] for s in syms if s.split() and SOFT_FLOAT.match(s.split()[-1])})
-        dis = run("arm-none-eabi-objdump", "-d", str(elf))
         fpu = [l.strip() for l in dis.splitlines() if FPU_INSN.search(l)][:5]
         if soft or fpu:
             print(f"  FAIL    CPU1 image {rel}: soft-float {soft[:8]} FPU {fpu}")

@@ -132,3 +132,57 @@ def test_components_of_c_archives_and_link_time_optimised_objects():
     assert ir.component("k_sem_give", "zephyr/kernel/libkernel.a(sem.c.obj)") == "zephyr kernel"
     assert ir.component("memcpy", "zephyr/lib/libc/minimal/liblib__libc__minimal.a(string.c.obj)") == "libc"
     assert ir.component("z_cstart", "ccjW3T5S.ltrans0.ltrans.o").startswith("C after link-time")
+
+
+# `objdump -d` text: address, encoding, mnemonic, operands, comment, split by tabs.
+OBJDUMP = """\
+Disassembly of section text:
+
+0038b1c0 <_ZN14synaptic_serve5serve17h0123456789abcdefE>:
+  38b1c0:\tb5d0      \tpush\t{r4, r6, r7, lr}
+  38b1c2:\taf02      \tadd\tr7, sp, #8
+  38b1c4:\tf5ad 4d05 \tsub.w\tsp, sp, #34048\t@ 0x8500
+  38b1c8:\tf000 f800 \tbl\t38b1cc <memcpy>
+  38b1cc:\tb081      \tsub\tsp, #4
+
+0038b1d0 <small>:
+  38b1d0:\tb500      \tpush\t{lr}
+  38b1d2:\tf6ad 3dbc \tsubw\tsp, sp, #3004\t@ 0xbbc
+  38b1d6:\tf3c0 0001 \tbic.w\tr0, r0, #1
+  38b1da:\tb08f      \tsub\tsp, #60
+
+0038b1e0 <twice>:
+  38b1e0:\tf5ad 3d88 \tsub.w\tsp, sp, #69632\t@ 0x11000
+  38b1e4:\tb0df      \tsub\tsp, #380
+  38b1e6:\td001      \tbeq.n\t38b1ec <twice+0xc>
+  38b1e8:\tb0df      \tsub\tsp, #380
+
+0038b1f0 <by_register>:
+  38b1f0:\te92d 4ff0 \tpush.w\t{r4, r5, r6, r7, r8, r9, sl, fp, lr}
+  38b1f4:\ted2d 8b04 \tvpush\t{d8-d9}
+  38b1f8:\tf241 0100 \tmovw\tr1, #4352\t@ 0x1100
+  38b1fc:\tf2c0 0101 \tmovt\tr1, #1
+  38b200:\tebad 0d01 \tsub.w\tsp, sp, r1
+"""
+
+
+def test_register_lists_count_ranges():
+    assert ir.register_count("{r4-r7, lr}") == 5
+    assert ir.register_count("{d8-d9}") == 2
+    assert ir.register_count("{lr}") == 1
+
+
+def test_stack_frames_sum_the_prologue_up_to_the_first_branch():
+    frames = dict((name, size) for size, name in ir.stack_frames(OBJDUMP))
+    assert frames["_ZN14synaptic_serve5serve17h0123456789abcdefE"] == 16 + 34048
+    # bic is not a branch: the prologue goes on to the second decrement.
+    assert frames["small"] == 4 + 3004 + 60
+    assert frames["twice"] == 69632 + 380
+    assert frames["by_register"] == 9 * 4 + 2 * 8 + 65536 + 4352
+    assert ir.stack_frames(OBJDUMP)[0] == (70012, "twice")
+
+
+def test_frame_check_fails_past_the_limit(capsys):
+    assert not ir.frame_check("an521: s/cpu0", OBJDUMP)
+    assert "FAIL    stack frames of an521: s/cpu0: largest 70,012 B (twice)" in capsys.readouterr().out
+    assert ir.frame_check("an521: s/cpu0", OBJDUMP.split("0038b1e0")[0].replace("#34048", "#3000"))
