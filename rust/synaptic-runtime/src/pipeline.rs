@@ -100,6 +100,8 @@ pub struct Pipeline<const S: usize = DEFAULT_MAX_STAGES> {
     name: String<MAX_NAME_LEN>,
     steps: Vec<Step, S>,
     built: bool,
+    /// A newer pipeline has the name ([`PipelinePool::supersede`]).
+    superseded: bool,
 }
 
 impl<const S: usize> Pipeline<S> {
@@ -221,6 +223,7 @@ impl<const P: usize, const S: usize> PipelinePool<P, S> {
             name,
             steps: Vec::new(),
             built: false,
+            superseded: false,
         });
         Ok(PipelineId {
             index: index as u16,
@@ -232,7 +235,7 @@ impl<const P: usize, const S: usize> PipelinePool<P, S> {
     pub fn find(&self, name: &str) -> Option<PipelineId> {
         self.slots.iter().enumerate().find_map(|(i, s)| {
             s.as_ref()
-                .filter(|p| p.name.as_str() == name)
+                .filter(|p| p.name.as_str() == name && !p.superseded)
                 .map(|_| PipelineId {
                     index: i as u16,
                     generation: self.generations[i],
@@ -320,6 +323,40 @@ impl<const P: usize, const S: usize> PipelinePool<P, S> {
         Ok(())
     }
 
+    /// Gives up the pipeline's name to a newer one, created next: it stays
+    /// runnable under its id (jobs already submitted to it finish on it)
+    /// until destroyed, but [`find`](Self::find) no longer answers with it
+    /// and a pipeline of the same name may be created (a hot swap).
+    /// [`reinstate`](Self::reinstate) undoes it.
+    ///
+    /// # Errors
+    ///
+    /// [`PipelineError::InvalidId`], [`PipelineError::StaleId`].
+    pub fn supersede(&mut self, id: PipelineId) -> Result<(), PipelineError> {
+        self.set_superseded(id, true)
+    }
+
+    /// Gives a superseded pipeline its name back.
+    ///
+    /// # Errors
+    ///
+    /// Id errors; [`PipelineError::DuplicateName`] when another pipeline
+    /// has taken the name meanwhile.
+    pub fn reinstate(&mut self, id: PipelineId) -> Result<(), PipelineError> {
+        let name = self.get(id)?.name.clone();
+        match self.find(&name) {
+            Some(other) if other != id => Err(PipelineError::DuplicateName),
+            _ => self.set_superseded(id, false),
+        }
+    }
+
+    fn set_superseded(&mut self, id: PipelineId, superseded: bool) -> Result<(), PipelineError> {
+        let i = self.index(id)?;
+        let p = self.slots[i].as_mut().ok_or(PipelineError::InvalidId)?;
+        p.superseded = superseded;
+        Ok(())
+    }
+
     /// Removes a pipeline; its id becomes stale.
     ///
     /// # Errors
@@ -368,6 +405,23 @@ mod tests {
 
     fn model() -> ModelHandle {
         ModelHandle::from_raw(0x1_0000)
+    }
+
+    #[test]
+    fn a_superseded_pipeline_stays_runnable_and_gives_up_its_name() {
+        let mut pool: PipelinePool<4, 2> = PipelinePool::new();
+        let old = pool.create("kws").unwrap();
+        pool.add_model(old, model()).unwrap();
+        pool.build(old).unwrap();
+        pool.supersede(old).unwrap();
+        assert_eq!(pool.find("kws"), None);
+        let new = pool.create("kws").unwrap();
+        assert_eq!(pool.find("kws"), Some(new));
+        assert!(pool.runnable(old).is_ok(), "jobs already on it finish");
+        assert_eq!(pool.reinstate(old), Err(PipelineError::DuplicateName));
+        pool.destroy(new).unwrap();
+        pool.reinstate(old).unwrap();
+        assert_eq!(pool.find("kws"), Some(old));
     }
 
     fn resize() -> Stage {

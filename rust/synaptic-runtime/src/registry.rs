@@ -263,6 +263,8 @@ struct Slot {
     info: Option<ModelInfo>,
     /// Service-time predictions, by [`Device::index`].
     service: [ServiceTime; 2],
+    /// A newer version has the name ([`Registry::supersede`]).
+    superseded: bool,
 }
 
 /// The model registry, `N` slots.
@@ -315,6 +317,7 @@ impl<const N: usize> Registry<N> {
                 generation: 1,
                 info: None,
                 service: [ServiceTime::new(); 2],
+                superseded: false,
             }),
             loaded: None,
         }
@@ -381,6 +384,7 @@ impl<const N: usize> Registry<N> {
             loaded: false,
         });
         slot.service = [ServiceTime::new(); 2];
+        slot.superseded = false;
         Ok(ModelHandle {
             index: index as u16,
             generation: slot.generation,
@@ -520,9 +524,44 @@ impl<const N: usize> Registry<N> {
     /// [`RegistryError::NotFound`].
     pub fn find(&self, name: &str) -> Result<ModelHandle, RegistryError> {
         self.iter()
-            .find(|(_, info)| info.name.as_str() == name)
+            .find(|(h, info)| info.name.as_str() == name && !self.slots[h.index()].superseded)
             .map(|(h, _)| h)
             .ok_or(RegistryError::NotFound)
+    }
+
+    /// Gives up `handle`'s name to a newer version of the model, registered
+    /// next: the model keeps its handle, its slot and whatever runs it
+    /// (jobs already holding it finish on it) until it is unregistered, but
+    /// [`find`](Self::find) no longer answers with it and a model of the
+    /// same name may be registered (a hot swap). [`reinstate`](Self::reinstate)
+    /// undoes it.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::InvalidHandle`], [`RegistryError::StaleHandle`].
+    pub fn supersede(&mut self, handle: ModelHandle) -> Result<(), RegistryError> {
+        let index = self.slot_index(handle)?;
+        self.slots[index].superseded = true;
+        Ok(())
+    }
+
+    /// Gives a superseded model its name back (a swap that did not happen).
+    ///
+    /// # Errors
+    ///
+    /// Handle errors; [`RegistryError::DuplicateName`] when another model
+    /// has taken the name meanwhile.
+    pub fn reinstate(&mut self, handle: ModelHandle) -> Result<(), RegistryError> {
+        let index = self.slot_index(handle)?;
+        if !self.slots[index].superseded {
+            return Ok(());
+        }
+        let name = self.info(handle)?.name.clone();
+        if self.find(&name).is_ok() {
+            return Err(RegistryError::DuplicateName);
+        }
+        self.slots[index].superseded = false;
+        Ok(())
     }
 
     /// Every registered model, in slot order.
@@ -757,6 +796,31 @@ mod tests {
     }
 
     type Npu<'c> = StubNpu<&'c FakeClock, 64, 16>;
+
+    #[test]
+    fn a_superseded_model_keeps_its_handle_and_gives_up_its_name() {
+        let mut reg: Registry<4> = Registry::new();
+        let v1 = reg.register(&desc("kws", 8, 4)).unwrap();
+        assert_eq!(
+            reg.register(&desc("kws", 8, 4)),
+            Err(RegistryError::DuplicateName)
+        );
+        reg.supersede(v1).unwrap();
+        assert_eq!(reg.find("kws"), Err(RegistryError::NotFound));
+        let v2 = reg.register(&desc("kws", 8, 4)).unwrap();
+        assert_eq!(reg.find("kws"), Ok(v2));
+        assert_eq!(reg.info(v1).unwrap().name.as_str(), "kws", "v1 still runs");
+        // The name is v2's: v1 cannot take it back.
+        assert_eq!(reg.reinstate(v1), Err(RegistryError::DuplicateName));
+        reg.unregister(v2).unwrap();
+        reg.reinstate(v1).unwrap();
+        assert_eq!(reg.find("kws"), Ok(v1));
+        // A slot reused after an unregister is not superseded.
+        reg.supersede(v1).unwrap();
+        reg.unregister(v1).unwrap();
+        let again = reg.register(&desc("kws", 8, 4)).unwrap();
+        assert_eq!(reg.find("kws"), Ok(again));
+    }
 
     fn npu(clock: &FakeClock) -> Npu<'_> {
         let mut n = StubNpu::new(clock, 0);

@@ -1784,6 +1784,17 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     pub fn pending(&self) -> usize {
         self.active
     }
+
+    /// Whether a job not yet reclaimed was submitted to `pipeline`, or a
+    /// device still runs `model` (a cancelled job's step): while either
+    /// holds, the pipeline and the model must stay (a hot swap retires the
+    /// old version only after).
+    pub fn uses(&self, pipeline: PipelineId, model: ModelHandle) -> bool {
+        self.slots.iter().any(|s| {
+            !matches!(s.state, State::Free)
+                && s.request.as_ref().is_some_and(|r| r.pipeline == pipeline)
+        }) || self.runs.iter().flatten().any(|r| r.model == model)
+    }
 }
 
 /// Load `handle` and stage `input` on the device; returns the output

@@ -49,7 +49,7 @@ use synaptic_runtime::arena::TensorRef;
 use synaptic_runtime::npu::NpuDevice;
 use synaptic_runtime::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
 use synaptic_runtime::prof::Profiler;
-use synaptic_runtime::registry::{ModelHandle, Registry, RegistryError};
+use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry, RegistryError};
 use synaptic_runtime::sched::{Env, JobId, JobRequest, SchedError, Scheduler, StepOutcome};
 use synaptic_runtime::time::Clock;
 
@@ -329,16 +329,26 @@ impl<Npu: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize, c
 
 #[derive(Clone, Copy, Debug)]
 struct Export {
+    /// The handle CPU1 names the model by: the first version's, kept across
+    /// hot swaps ([`Server::replace`]).
     model: ModelHandle,
+    /// The registry's handle of the version requests run now.
+    serving: ModelHandle,
     pipeline: PipelineId,
     /// Running estimate of the accept-to-reply time, µs (0: none yet).
     estimate_us: u32,
+    /// The version a hot swap replaced, with its pipeline, until no job
+    /// uses them.
+    retiring: Option<(ModelHandle, PipelineId)>,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
     reply: Reply,
+    /// The exported model (CPU1's handle).
     model: ModelHandle,
+    /// The version it runs on.
+    runs: ModelHandle,
     job: JobId,
     accepted_us: u64,
 }
@@ -356,6 +366,9 @@ pub struct Server<'a, const N: usize, const E: usize = DEFAULT_EXPORTS> {
     /// Bit k set: `in_flight[k]` is `Some` (the completion scan visits
     /// only these).
     busy: u32,
+    /// Whether an export has a version to retire (the completion path
+    /// looks no further when not).
+    retiring: bool,
     stats: ServeStats,
 }
 
@@ -370,6 +383,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             exports: Vec::new(),
             in_flight: [None; MAX_EXCHANGE_SLOTS],
             busy: 0,
+            retiring: false,
             stats: ServeStats::default(),
         }
     }
@@ -397,14 +411,18 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         let mut k = 0;
         while k < self.exports.len() {
             let e = self.exports[k];
-            if registry.info(e.model).is_err() {
+            if registry.info(e.serving).is_err() {
                 let _ = pipelines.destroy(e.pipeline);
                 self.exports.swap_remove(k);
             } else {
                 k += 1;
             }
         }
-        if self.export_index(model).is_some() {
+        if self
+            .exports
+            .iter()
+            .any(|e| e.model == model || e.serving == model)
+        {
             return Ok(());
         }
         if self.exports.is_full() {
@@ -435,13 +453,118 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         self.exports
             .push(Export {
                 model,
+                serving: model,
                 pipeline,
                 estimate_us: 0,
+                retiring: None,
             })
             .map_err(|_| ServeError::ExportsFull)?;
         // The table row of a re-used index still names the dropped model.
         self.publish_estimates();
         Ok(())
+    }
+
+    /// Hot swap: `desc`, a new version of the exported `model` (same name),
+    /// is what CPU1's requests for `model` run from now on, under the
+    /// handle CPU1 already has. Requests accepted before finish on the old
+    /// version; it is retired (unloaded, its pipeline destroyed,
+    /// unregistered) as soon as no job uses it: here when none does, else
+    /// after the completion that frees it. None fails for the swap. Returns
+    /// the registry's handle of the new version.
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::NotExported`]; [`ServeError::Busy`] while the previous
+    /// swap's old version still runs; [`ServeError::BadName`] when `desc`
+    /// names another model; [`ServeError::ModelTooLarge`];
+    /// [`ServeError::Registry`] when the registry refuses `desc` (full,
+    /// no device, ...); [`ServeError::Pipeline`] when the pool is full. On
+    /// an error nothing changed.
+    pub fn replace<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+        &mut self,
+        model: ModelHandle,
+        desc: &ModelDesc<'_>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+    ) -> Result<ModelHandle, ServeError>
+    where
+        Npu: NpuDevice,
+    {
+        let index = self.export_index(model).ok_or(ServeError::NotExported)?;
+        let Export {
+            serving: old,
+            pipeline: old_pipeline,
+            retiring,
+            ..
+        } = self.exports[index];
+        if retiring.is_some() {
+            return Err(ServeError::Busy);
+        }
+        if rt.registry.info(old)?.name.as_str() != desc.name {
+            return Err(ServeError::BadName);
+        }
+        if desc.input.byte_len() > EXCHANGE_INPUT_SIZE
+            || desc.output.byte_len() > EXCHANGE_OUTPUT_SIZE
+        {
+            return Err(ServeError::ModelTooLarge);
+        }
+        rt.registry.supersede(old)?;
+        let new = match rt.registry.register(desc) {
+            Ok(new) => new,
+            Err(e) => {
+                let _ = rt.registry.reinstate(old);
+                return Err(e.into());
+            }
+        };
+        let pipeline = match successor_pipeline(rt.pipelines, old_pipeline, desc.name, new) {
+            Ok(pipeline) => pipeline,
+            Err(e) => {
+                let _ = rt.registry.unregister(new);
+                let _ = rt.registry.reinstate(old);
+                return Err(ServeError::Pipeline(e));
+            }
+        };
+        let e = &mut self.exports[index];
+        e.serving = new;
+        e.pipeline = pipeline;
+        e.retiring = Some((old, old_pipeline));
+        self.retiring = true;
+        self.retire(rt);
+        Ok(new)
+    }
+
+    /// Retire every replaced version no job uses any more (see
+    /// [`replace`](Self::replace)).
+    fn retire<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+        &mut self,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+    ) where
+        Npu: NpuDevice,
+    {
+        let mut left = false;
+        for k in 0..self.exports.len() {
+            let Some((model, pipeline)) = self.exports[k].retiring else {
+                continue;
+            };
+            let held = self.in_flight.iter().flatten().any(|f| f.runs == model)
+                || rt.scheduler.uses(pipeline, model);
+            if held {
+                left = true;
+                continue;
+            }
+            if rt.registry.is_loaded(model) == Ok(true) {
+                let _ = rt.registry.unload(model, &mut *rt.npu);
+            }
+            let _ = rt.pipelines.destroy(pipeline);
+            let _ = rt.registry.unregister(model);
+            self.exports[k].retiring = None;
+        }
+        self.retiring = left;
+    }
+
+    /// Whether a hot swap's old version still runs (see
+    /// [`replace`](Self::replace)).
+    pub fn is_retiring(&self) -> bool {
+        self.retiring
     }
 
     fn export_index(&self, model: ModelHandle) -> Option<usize> {
@@ -604,10 +727,11 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                     self.lookup(msg, slot, rt.registry).map(Err)
                 };
                 match outcome {
-                    Ok(Ok((job, model))) => {
+                    Ok(Ok((job, model, runs))) => {
                         self.in_flight[slot] = Some(InFlight {
                             reply: to,
                             model,
+                            runs,
                             job,
                             accepted_us: rt.clock.now_us(),
                         });
@@ -684,7 +808,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         msg: &ValidMessage,
         slot: usize,
         rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
-    ) -> Result<(JobId, ModelHandle), ServeError>
+    ) -> Result<(JobId, ModelHandle, ModelHandle), ServeError>
     where
         C: Clock,
     {
@@ -705,9 +829,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         )?;
         self.check_payload(msg, expected)?;
         let model = ModelHandle::from_raw(model);
-        let info = rt.registry.info(model)?;
-        let export = self.export_index(model).ok_or(ServeError::NotExported)?;
-        let pipeline = self.exports[export].pipeline;
+        let Some(export) = self.export_index(model) else {
+            // The registry's word on a handle it never issued or retired.
+            rt.registry.info(model)?;
+            return Err(ServeError::NotExported);
+        };
+        let Export {
+            serving, pipeline, ..
+        } = self.exports[export];
+        let info = rt.registry.info(serving)?;
         if info.input_size() != input_len {
             return Err(ServeError::InputSizeMismatch {
                 expected: info.input_size(),
@@ -742,7 +872,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             .scheduler
             .submit_into(request, output, &*rt.pipelines, rt.clock)
             .map_err(ServeError::Sched)?;
-        Ok((job, model))
+        Ok((job, model, serving))
     }
 
     /// Resolve a `MODEL_LOAD` on slot `slot`: the status is the raw handle.
@@ -762,10 +892,13 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             return Err(ServeError::BadName);
         }
         let model = registry.find(name)?;
-        if self.export_index(model).is_none() {
-            return Err(ServeError::NotExported);
-        }
-        i32::try_from(model.raw()).map_err(|_| ServeError::HandleOverflow)
+        // CPU1's handle: the first version's, across hot swaps.
+        let export = self
+            .exports
+            .iter()
+            .find(|e| e.serving == model)
+            .ok_or(ServeError::NotExported)?;
+        i32::try_from(export.model.raw()).map_err(|_| ServeError::HandleOverflow)
     }
 
     /// Answer every inference in flight whose job has finished: output into
@@ -780,6 +913,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     ) -> Option<Completion>
     where
         C: Clock,
+        Npu: NpuDevice,
     {
         self.answer(rt, replies, ledger).1
     }
@@ -793,12 +927,16 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     ) -> (usize, Option<Completion>)
     where
         C: Clock,
+        Npu: NpuDevice,
     {
         let mut answered = (0, None);
         for slot in bits(self.busy) {
             if let Some(done) = self.complete_slot(slot, rt, replies, ledger) {
                 answered = (answered.0 + 1, Some(done));
             }
+        }
+        if self.retiring && answered.0 > 0 {
+            self.retire(rt);
         }
         answered
     }
@@ -996,6 +1134,33 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             self.stats.reply_failures = self.stats.reply_failures.wrapping_add(1);
         }
     }
+}
+
+/// A built pipeline named `name` that runs `model` alone, taking the name
+/// from `old` (superseded; reinstated when the new one cannot be made).
+fn successor_pipeline<const P: usize, const S: usize>(
+    pipelines: &mut PipelinePool<P, S>,
+    old: PipelineId,
+    name: &str,
+    model: ModelHandle,
+) -> Result<PipelineId, PipelineError> {
+    pipelines.supersede(old)?;
+    let made = pipelines.create(name).and_then(|id| {
+        match pipelines
+            .add_model(id, model)
+            .and_then(|()| pipelines.build(id))
+        {
+            Ok(()) => Ok(id),
+            Err(e) => {
+                let _ = pipelines.destroy(id);
+                Err(e)
+            }
+        }
+    });
+    if made.is_err() {
+        let _ = pipelines.reinstate(old);
+    }
+    made
 }
 
 /// The indices of the set bits of `mask`, lowest first.

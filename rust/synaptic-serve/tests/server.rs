@@ -1191,3 +1191,176 @@ fn the_intake_restores_the_reply_rings_head_before_it_takes_a_request() {
         );
     });
 }
+
+/// `kws` again, version 2 (same name and shapes).
+fn kws_v2() -> ModelDesc<'static> {
+    ModelDesc {
+        version: 2,
+        ..desc("kws", &[49, 10], KWS_OUT)
+    }
+}
+
+#[test]
+fn a_hot_swap_lets_accepted_requests_finish_on_the_old_version_and_later_ones_run_the_new() {
+    run_with_intake(|h, cpu1, intake, inbox| {
+        let models = h.rt.registry.len();
+        let old_pipeline = h.rt.pipelines.find("kws").unwrap();
+        // Two requests accepted (one on the NPU, one queued) before the swap.
+        let mut expected = Vec::new();
+        for (id, slot) in [(1u32, 1usize), (2, 2)] {
+            h.stage_in(slot, h.kws.raw(), KWS_IN as u32, 10 + id);
+            expected.push((slot, h.expected_in(slot, h.kws, KWS_IN, KWS_OUT)));
+            cpu1.push(h.infer_msg_in(slot, id, Priority::Normal, KWS_IN))
+                .unwrap();
+        }
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 2);
+        while let Ok(msg) = inbox.receive(Timeout::NoWait) {
+            let d = h.server.handle_valid(&msg, &mut h.rt, h.port, h.ledger);
+            assert!(matches!(d, Disposition::Accepted { .. }));
+        }
+        // The first one runs (its result not yet taken); the second stays
+        // queued.
+        assert!(matches!(h.rt.step(), StepOutcome::Ran { .. }));
+        assert_eq!(h.rt.scheduler.pending(), 1);
+        assert_eq!(h.server.busy_mask(), 0b110);
+
+        let v2 = h.server.replace(h.kws, &kws_v2(), &mut h.rt).unwrap();
+        assert_ne!(v2, h.kws);
+        assert!(
+            h.server.is_retiring(),
+            "two jobs still hold the old version"
+        );
+        assert_eq!(h.rt.registry.find("kws"), Ok(v2));
+        // CPU1's handle stays: a lookup by name still answers with it.
+        h.handle(h.lookup_msg_in(3, 3, b"kws"));
+        assert_eq!(h.reply().unwrap().status, h.kws.raw() as i32);
+        // A request after the swap, under the same handle, runs version 2.
+        h.stage_in(3, h.kws.raw(), KWS_IN as u32, 13);
+        let mut new_output = vec![0u8; KWS_OUT];
+        // SAFETY: single-threaded test.
+        let input = unsafe { h.exchange(3).input() }[..KWS_IN].to_vec();
+        stub_output(SEED, v2.raw(), &input, &mut new_output);
+        assert_ne!(new_output, h.expected_in(3, h.kws, KWS_IN, KWS_OUT));
+        expected.push((3, new_output));
+        cpu1.push(h.infer_msg_in(3, 4, Priority::Normal, KWS_IN))
+            .unwrap();
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 1);
+
+        let mut replies = h.serve(inbox, 16);
+        replies.sort_unstable();
+        let ok = KWS_OUT as i32;
+        let infer_resp = MSG_TYPE_INFER_RESP;
+        assert_eq!(
+            replies,
+            [
+                (1, infer_resp, ok),
+                (2, infer_resp, ok),
+                (4, infer_resp, ok)
+            ]
+        );
+        for (slot, want) in expected {
+            assert_eq!(h.output_in(slot, KWS_OUT), want, "slot {slot}");
+        }
+        // The old version is gone once its jobs are: unloaded, its
+        // pipeline destroyed, unregistered.
+        assert!(!h.server.is_retiring());
+        assert!(h.rt.registry.info(h.kws).is_err());
+        assert_eq!(h.rt.registry.len(), models);
+        assert!(h.rt.pipelines.get(old_pipeline).is_err());
+        let pipeline = h.rt.pipelines.find("kws").unwrap();
+        assert_eq!(h.rt.pipelines.get(pipeline).unwrap().model(), Some(v2));
+        assert_eq!(h.rt.registry.loaded(), Some(v2));
+        // The estimate goes on under CPU1's handle.
+        assert!(h.server.estimate_us(h.kws).is_some());
+        assert_eq!(h.server.stats().errors, 0);
+    });
+}
+
+#[test]
+fn a_hot_swap_refuses_what_it_cannot_do_and_changes_nothing() {
+    run(|h| {
+        let unchanged = |h: &H<'_, '_>| {
+            assert_eq!(h.rt.registry.find("kws"), Ok(h.kws));
+            let pipeline = h.rt.pipelines.find("kws").unwrap();
+            assert_eq!(h.rt.pipelines.get(pipeline).unwrap().model(), Some(h.kws));
+        };
+        let refused = |h: &mut H<'_, '_>, model: ModelHandle, d: ModelDesc<'_>| {
+            h.server.replace(model, &d, &mut h.rt).unwrap_err()
+        };
+        assert_eq!(refused(h, h.hidden, kws_v2()), ServeError::NotExported);
+        let face = ModelDesc {
+            version: 2,
+            ..desc("face", &[96, 96, 3], FACE_OUT)
+        };
+        assert_eq!(refused(h, h.kws, face), ServeError::BadName);
+        let huge = desc("kws", &[49, 10], 64 * 1024);
+        assert_eq!(refused(h, h.kws, huge), ServeError::ModelTooLarge);
+        unchanged(h);
+        // A full registry: the old version keeps its name.
+        let mut fillers = Vec::new();
+        let names: Vec<String> = (0..64).map(|i| format!("filler{i}")).collect();
+        for name in &names {
+            match h.rt.registry.register(&desc(name, &[8], 4)) {
+                Ok(f) => fillers.push(f),
+                Err(_) => break,
+            }
+        }
+        assert!(matches!(
+            refused(h, h.kws, kws_v2()),
+            ServeError::Registry(_)
+        ));
+        unchanged(h);
+        for f in fillers {
+            h.rt.registry.unregister(f).unwrap();
+        }
+        // Nothing in flight: the old version is retired at once, and a
+        // second swap may follow.
+        let v2 = h.server.replace(h.kws, &kws_v2(), &mut h.rt).unwrap();
+        assert!(!h.server.is_retiring());
+        assert!(h.rt.registry.info(h.kws).is_err());
+        let v3 = h
+            .server
+            .replace(
+                h.kws,
+                &ModelDesc {
+                    version: 3,
+                    ..kws_v2()
+                },
+                &mut h.rt,
+            )
+            .unwrap();
+        assert_eq!(h.rt.registry.find("kws"), Ok(v3));
+        assert!(h.rt.registry.info(v2).is_err());
+        // CPU1's handle runs version 3.
+        h.stage(h.kws.raw(), KWS_IN as u32, 5);
+        let mut want = vec![0u8; KWS_OUT];
+        // SAFETY: single-threaded test.
+        let input = unsafe { h.exchange(0).input() }[..KWS_IN].to_vec();
+        stub_output(SEED, v3.raw(), &input, &mut want);
+        h.handle(h.infer_msg(6, Priority::Normal, KWS_IN));
+        assert_eq!(h.finish().status, KWS_OUT as i32);
+        assert_eq!(h.output(KWS_OUT), want);
+    });
+}
+
+#[test]
+fn a_second_swap_waits_until_the_first_ones_old_version_is_retired() {
+    run(|h| {
+        h.stage(h.kws.raw(), KWS_IN as u32, 7);
+        let want = h.expected(h.kws, KWS_IN, KWS_OUT);
+        h.handle(h.infer_msg(1, Priority::Normal, KWS_IN));
+        h.server.replace(h.kws, &kws_v2(), &mut h.rt).unwrap();
+        let v3 = ModelDesc {
+            version: 3,
+            ..kws_v2()
+        };
+        assert_eq!(
+            h.server.replace(h.kws, &v3, &mut h.rt),
+            Err(ServeError::Busy)
+        );
+        assert_eq!(h.finish().status, KWS_OUT as i32);
+        assert_eq!(h.output(KWS_OUT), want, "finished on version 1");
+        assert!(!h.server.is_retiring());
+        assert!(h.server.replace(h.kws, &v3, &mut h.rt).is_ok());
+    });
+}
