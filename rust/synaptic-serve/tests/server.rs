@@ -1364,3 +1364,62 @@ fn a_second_swap_waits_until_the_first_ones_old_version_is_retired() {
         assert!(h.server.replace(h.kws, &v3, &mut h.rt).is_ok());
     });
 }
+
+#[test]
+fn requests_keep_flowing_through_a_swap_tried_every_turn_and_each_runs_the_version_it_was_accepted_under(
+) {
+    run_with_intake(|h, cpu1, intake, inbox| {
+        let models = h.rt.registry.len();
+        let mut version = 1u32;
+        // Per slot: the request's id and the output its version gives.
+        let mut pending: [Option<(u32, Vec<u8>)>; 4] = Default::default();
+        let (mut next_id, mut answered, mut swaps, mut waits) = (1u32, 0u32, 0u32, 0u32);
+        for _ in 0..400 {
+            {
+                let d = ModelDesc {
+                    version: version + 1,
+                    ..kws_v2()
+                };
+                match h.server.replace(h.kws, &d, &mut h.rt) {
+                    Ok(_) => {
+                        version += 1;
+                        swaps += 1;
+                    }
+                    // The previous swap's old version still runs.
+                    Err(ServeError::Busy) => waits += 1,
+                    Err(e) => panic!("swap refused: {e:?}"),
+                }
+            }
+            // Every free KWS slot gets a request for CPU1's handle.
+            let serving = h.rt.registry.find("kws").unwrap();
+            for slot in 1..4 {
+                if pending[slot].is_some() {
+                    continue;
+                }
+                h.stage_in(slot, h.kws.raw(), KWS_IN as u32, next_id);
+                let want = h.expected_in(slot, serving, KWS_IN, KWS_OUT);
+                cpu1.push(h.infer_msg_in(slot, next_id, Priority::Normal, KWS_IN))
+                    .unwrap();
+                pending[slot] = Some((next_id, want));
+                next_id += 1;
+            }
+            intake.drain(h.ledger, inbox, h.port);
+            for (id, _, status) in h.serve(inbox, 1) {
+                assert_eq!(status, KWS_OUT as i32, "request {id}");
+                let slot = (1..4)
+                    .find(|&s| pending[s].as_ref().is_some_and(|p| p.0 == id))
+                    .expect("a reply for a request in flight");
+                let (_, want) = pending[slot].take().unwrap();
+                assert_eq!(h.output_in(slot, KWS_OUT), want, "request {id}");
+                answered += 1;
+            }
+        }
+        assert!(
+            swaps >= 40 && waits >= 40 && answered >= 300,
+            "{swaps} swaps, {waits} refused while retiring, {answered} answers"
+        );
+        assert_eq!(h.server.stats().errors, 0);
+        // Every old version retired but at most the last swap's.
+        assert!(h.rt.registry.len() <= models + 1);
+    });
+}
