@@ -1392,15 +1392,15 @@ fn requests_keep_flowing_through_a_swap_tried_every_turn_and_each_runs_the_versi
             }
             // Every free KWS slot gets a request for CPU1's handle.
             let serving = h.rt.registry.find("kws").unwrap();
-            for slot in 1..4 {
-                if pending[slot].is_some() {
+            for (slot, request) in pending.iter_mut().enumerate().skip(1) {
+                if request.is_some() {
                     continue;
                 }
                 h.stage_in(slot, h.kws.raw(), KWS_IN as u32, next_id);
                 let want = h.expected_in(slot, serving, KWS_IN, KWS_OUT);
                 cpu1.push(h.infer_msg_in(slot, next_id, Priority::Normal, KWS_IN))
                     .unwrap();
-                pending[slot] = Some((next_id, want));
+                *request = Some((next_id, want));
                 next_id += 1;
             }
             intake.drain(h.ledger, inbox, h.port);
