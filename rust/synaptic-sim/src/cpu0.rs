@@ -39,13 +39,14 @@ use synaptic_runtime::arena::{TensorMeta, TensorRef};
 use synaptic_runtime::pipeline::{PipelineId, PipelinePool, Stage};
 use synaptic_runtime::process::stages::StageConfig;
 use synaptic_runtime::process::ProcessError;
-use synaptic_runtime::registry::ModelHandle;
+use synaptic_runtime::registry::{ModelDesc, ModelHandle};
 use synaptic_runtime::sched::{JobId, JobRequest, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, Delay, FakeClock};
 use synaptic_serve::host::MonotonicClock;
 use synaptic_serve::loopback::{Service, ServiceRuntime, JOBS};
 use synaptic_serve::{
-    Disposition, Intake, ReplyPort, ServeStats, Server, SharedRegion, SharedSender, SlotLedger,
+    Disposition, Intake, ReplyPort, ServeError, ServeStats, Server, SharedRegion, SharedSender,
+    SlotLedger,
 };
 
 use crate::models::{KWS, SEED};
@@ -222,6 +223,13 @@ pub struct Cpu0Control {
     stats: Mutex<ServeStats>,
     intake: Mutex<ServeStats>,
     events: Mutex<Vec<Event>>,
+    /// A KWS version the serving thread is to swap in (0: none asked).
+    swap_to: AtomicU32,
+    /// KWS's versions so far, with their registry handles.
+    versions: Mutex<Vec<(u32, ModelHandle)>>,
+    /// Swaps the serving layer refused for a reason other than the last
+    /// one still retiring.
+    swap_failures: AtomicU32,
 }
 
 impl Default for Cpu0Control {
@@ -246,6 +254,9 @@ impl Default for Cpu0Control {
             stats: Mutex::new(ServeStats::default()),
             intake: Mutex::new(ServeStats::default()),
             events: Mutex::new(Vec::new()),
+            swap_to: AtomicU32::new(0),
+            versions: Mutex::new(Vec::new()),
+            swap_failures: AtomicU32::new(0),
         }
     }
 }
@@ -260,6 +271,29 @@ fn nap() {
 }
 
 impl Cpu0Control {
+    /// Ask the serving thread to hot-swap KWS to `version` (same name and
+    /// shapes; the stub NPU's outputs differ by handle) at its next turn,
+    /// retrying while the previous swap's old version still runs
+    /// ([`Server::replace`]).
+    pub fn swap_kws(&self, version: u32) {
+        self.swap_to.store(version, Ordering::SeqCst);
+    }
+
+    /// Whether the last [`swap_kws`](Self::swap_kws) is done.
+    pub fn swap_done(&self) -> bool {
+        self.swap_to.load(Ordering::SeqCst) == 0
+    }
+
+    /// KWS's versions so far, oldest first, with their registry handles.
+    pub fn kws_versions(&self) -> Vec<(u32, ModelHandle)> {
+        lock(&self.versions).clone()
+    }
+
+    /// Swaps refused for another reason than a retiring version.
+    pub fn swap_failures(&self) -> u32 {
+        self.swap_failures.load(Ordering::SeqCst)
+    }
+
     /// Stall CPU0: both threads stop at their next check (the intake takes
     /// no more doorbells, the serving thread finishes the step it is in)
     /// until [`resume`](Self::resume).
@@ -667,7 +701,9 @@ pub(crate) fn serve(
     let local_meta = KWS.desc().input;
     let mut work = vec![0u8; 24 * 1024];
     let mut scheduler: Scheduler<'_, JOBS> = Scheduler::new(&mut work);
+    lock(&control.versions).push((KWS.desc().version, service.kws));
     let mut core = Core {
+        kws: service.kws,
         server,
         rt: service.runtime(&mut scheduler, &clock),
         replies,
@@ -681,6 +717,7 @@ pub(crate) fn serve(
     control.ready.store(true, Ordering::SeqCst);
     while !control.stopped() {
         control.park_while_stalled(true);
+        core.swap_if_asked();
         if let Some((pipeline, job)) = local {
             if control.start_local.swap(false, Ordering::SeqCst) {
                 let input = TensorRef::wrap(local_meta, &local_input).expect("local input");
@@ -730,6 +767,8 @@ pub(crate) fn serve(
 /// The serving thread's state (`'a`: what the scheduler's jobs borrow,
 /// `'p`: the reply port's ring, invariant behind its mutex).
 struct Core<'a, 'e, 'p> {
+    /// KWS's handle as CPU1 knows it.
+    kws: ModelHandle,
     server: Server<'a, RING>,
     rt: ServiceRuntime<'e, 'a, &'e SimClock, SimClock>,
     replies: &'e Replies<'p>,
@@ -742,6 +781,27 @@ struct Core<'a, 'e, 'p> {
 }
 
 impl Core<'_, '_, '_> {
+    /// Swap KWS to the version the test asked for, if any.
+    fn swap_if_asked(&mut self) {
+        let version = self.control.swap_to.load(Ordering::SeqCst);
+        if version == 0 {
+            return;
+        }
+        let desc = ModelDesc {
+            version,
+            ..KWS.desc()
+        };
+        match self.server.replace(self.kws, &desc, &mut self.rt) {
+            Ok(handle) => lock(&self.control.versions).push((version, handle)),
+            // The previous swap's old version still runs: next turn.
+            Err(ServeError::Busy) => return,
+            Err(_) => {
+                self.control.swap_failures.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        self.control.swap_to.store(0, Ordering::SeqCst);
+    }
+
     fn record(&self, event: Event) {
         if self.trace {
             lock(&self.control.events).push(event);

@@ -200,6 +200,48 @@ impl<'r> Cpu1<'_, 'r> {
         request: Request,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<Checked, ClientError> {
+        let (slot, input, out, n) = self.exchange(model, handle, request, fill)?;
+        let expected = expected_output(handle, &input, model.output);
+        Ok(Checked {
+            len: n,
+            correct: out[..n] == expected[..],
+            slot,
+        })
+    }
+
+    /// An inference of input number `seq` on a model CPU0 may hot-swap
+    /// meanwhile: which of `versions()` (the registry handles of the
+    /// model's versions, as CPU0 reports them once the reply is in) gave
+    /// the output, `None` when none did.
+    ///
+    /// # Errors
+    ///
+    /// As [`infer`](Self::infer).
+    pub fn infer_version(
+        &self,
+        model: &SimModel,
+        handle: ModelHandle,
+        seq: u32,
+        timeout: Timeout,
+        versions: impl FnOnce() -> Vec<ModelHandle>,
+    ) -> Result<Option<usize>, ClientError> {
+        let request = Request::new(Priority::Normal, timeout);
+        let (_, input, out, n) =
+            self.exchange(model, handle, request, |input| fill_input(seq, input))?;
+        Ok(versions()
+            .iter()
+            .position(|&v| out[..n] == expected_output(v, &input, model.output)[..]))
+    }
+
+    /// Reserve, fill, infer: the slot, a copy of the input, the output
+    /// and its length.
+    fn exchange(
+        &self,
+        model: &SimModel,
+        handle: ModelHandle,
+        request: Request,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(usize, Vec<u8>, [u8; 64], usize), ClientError> {
         let len = model.input_len();
         let mut session = match request.slot {
             SlotChoice::Smallest => self.client.reserve(len, request.timeout)?,
@@ -208,7 +250,7 @@ impl<'r> Cpu1<'_, 'r> {
         let slot = session.slot();
         let input = &mut session.infer_input()[..len];
         fill(input);
-        let expected = expected_output(handle, input, model.output);
+        let input = input.to_vec();
         let mut out = [0u8; 64];
         let n = session.infer_with(
             handle,
@@ -218,11 +260,7 @@ impl<'r> Cpu1<'_, 'r> {
             request.wait,
             request.timeout,
         )?;
-        Ok(Checked {
-            len: n,
-            correct: out[..n] == expected[..],
-            slot,
-        })
+        Ok((slot, input, out, n))
     }
 }
 
