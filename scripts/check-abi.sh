@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Check the C view of the ABI v1 contract:
+# Check the C view of the ABI contract:
 #   1. include/synaptic/syn_abi.h is what cbindgen generates from
 #      rust/synaptic-abi today (fails when the committed header is stale);
 #   2. tests/abi_c/abi_check.c (static asserts on every size and offset)

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Compile-only check of include/synaptic/syn_abi.h: every size and offset of
- * the ABI v2 contract, restated by hand and pinned with _Static_assert, so a
+ * the ABI v3 contract, restated by hand and pinned with _Static_assert, so a
  * C image and a Rust image cannot disagree about the shared region. Compiled
  * by scripts/check-abi.sh with host gcc and arm-none-eabi-gcc (Cortex-M33).
  */
@@ -34,14 +34,15 @@ CHECK(SYN_ABI_MSG_TYPE_MODEL_LOAD == 2);
 CHECK(SYN_ABI_MSG_TYPE_MODEL_UNLOAD == 3);
 CHECK(SYN_ABI_MSG_TYPE_STATUS_REQ == 4);
 CHECK(SYN_ABI_MSG_TYPE_STATUS_RESP == 5);
-CHECK(SYN_ABI_MSG_TYPE_COUNT == 6);
+CHECK(SYN_ABI_MSG_TYPE_MODEL_UPDATE == 6);
+CHECK(SYN_ABI_MSG_TYPE_COUNT == 7);
 CHECK(SYN_ABI_PRIORITY_BEST_EFFORT == 0);
 CHECK(SYN_ABI_PRIORITY_NORMAL == 1);
 CHECK(SYN_ABI_PRIORITY_REALTIME == 2);
 
 /* Control block: 64 bytes at offset 0. */
 CHECK(SYN_ABI_MAGIC == 0x53594E33);
-CHECK(SYN_ABI_LAYOUT_VERSION == 2);
+CHECK(SYN_ABI_LAYOUT_VERSION == 3);
 CHECK(sizeof(syn_abi_control_block_t) == 64);
 CHECK(sizeof(syn_abi_control_block_t) == SYN_ABI_CONTROL_BLOCK_SIZE);
 CHECK(offsetof(syn_abi_control_block_t, magic) == 0);
@@ -110,7 +111,14 @@ CHECK(offsetof(syn_abi_exchange_header_t, model_name) == 4);
 CHECK(offsetof(syn_abi_exchange_header_t, input_len) == 36);
 CHECK(offsetof(syn_abi_exchange_header_t, output_len) == 40);
 CHECK(offsetof(syn_abi_exchange_header_t, infer_status) == 44);
-CHECK(offsetof(syn_abi_exchange_header_t, reserved) == 48);
+CHECK(offsetof(syn_abi_exchange_header_t, update_op) == 48);
+CHECK(offsetof(syn_abi_exchange_header_t, update_arg) == 52);
+CHECK(offsetof(syn_abi_exchange_header_t, reserved) == 56);
+CHECK(SYN_ABI_UPDATE_OP_BEGIN == 1);
+CHECK(SYN_ABI_UPDATE_OP_DATA == 2);
+CHECK(SYN_ABI_UPDATE_OP_FINISH == 3);
+CHECK(SYN_ABI_UPDATE_OP_ACTIVATE == 4);
+CHECK(SYN_ABI_UPDATE_OP_ROLLBACK == 5);
 CHECK(SYN_ABI_MODEL_NAME_SIZE == 32);
 CHECK(offsetof(syn_abi_exchange_slot_t, input) == 64);
 CHECK(offsetof(syn_abi_exchange_slot_t, input) == SYN_ABI_EXCHANGE_INPUT_OFFSET);

@@ -10,9 +10,11 @@
 //! core attaching to the region checks the geometry with
 //! [`ControlBlock::check`] before it touches a ring.
 //!
-//! ABI v2 (this version) turned four reserved words of v1 into the slot
-//! geometry and `cpu1_layout_version`; a v1 image refuses a v2 block by its
-//! `layout_version`, and a v2 image refuses a v1 block the same way.
+//! ABI v2 turned four reserved words of v1 into the slot geometry and
+//! `cpu1_layout_version`; v3 (this version) added the `MODEL_UPDATE`
+//! message and two words of the exchange header for it. An image refuses a
+//! block of another version by its `layout_version`, and CPU0 says which
+//! version a CPU1 that never attaches was built for.
 
 use core::mem::{offset_of, size_of};
 
@@ -22,7 +24,7 @@ use crate::exchange::SlotGeometry;
 /// the value the C reference uses.
 pub const MAGIC: u32 = 0x5359_4E33;
 /// Layout version of this contract.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Size of [`ControlBlock`].
 pub const CONTROL_BLOCK_SIZE: usize = 64;
 /// Value a core writes into its `cpuN_ready` word once it is attached.

@@ -221,9 +221,29 @@ pub struct ExchangeHeader {
     pub output_len: u32,
     /// 0 or a negative errno from the last inference.
     pub infer_status: i32,
+    /// `MODEL_UPDATE`: which step (an `UPDATE_OP_*` value; ABI v3).
+    pub update_op: u32,
+    /// `MODEL_UPDATE`: the container's total size (`UPDATE_OP_BEGIN`) or
+    /// the offset in it of the chunk in `input` (`UPDATE_OP_DATA`).
+    pub update_arg: u32,
     /// Reserved, written as zero.
-    pub reserved: [u32; 4],
+    pub reserved: [u32; 2],
 }
+
+/// `MODEL_UPDATE` step: start an update of the model named in
+/// `model_name`, `update_arg` container bytes long.
+pub const UPDATE_OP_BEGIN: u32 = 1;
+/// `MODEL_UPDATE` step: `input_len` container bytes in `input`, at offset
+/// `update_arg` of the container (chunks in order, none skipped).
+pub const UPDATE_OP_DATA: u32 = 2;
+/// `MODEL_UPDATE` step: every byte is in; verify the container from flash.
+pub const UPDATE_OP_FINISH: u32 = 3;
+/// `MODEL_UPDATE` step: make the verified version the active one; a model
+/// CPU0 serves is hot-swapped to it. The reply's status is its version.
+pub const UPDATE_OP_ACTIVATE: u32 = 4;
+/// `MODEL_UPDATE` step: make the previous version of the model named in
+/// `model_name` active again (hot-swapped likewise); status: its version.
+pub const UPDATE_OP_ROLLBACK: u32 = 5;
 
 /// The whole exchange slot, raw wire form. Too large for a stack: it only
 /// ever exists in the shared region.
@@ -245,7 +265,9 @@ const _: () = {
     assert!(offset_of!(ExchangeHeader, input_len) == 36);
     assert!(offset_of!(ExchangeHeader, output_len) == 40);
     assert!(offset_of!(ExchangeHeader, infer_status) == 44);
-    assert!(offset_of!(ExchangeHeader, reserved) == 48);
+    assert!(offset_of!(ExchangeHeader, update_op) == 48);
+    assert!(offset_of!(ExchangeHeader, update_arg) == 52);
+    assert!(offset_of!(ExchangeHeader, reserved) == 56);
     assert!(offset_of!(ExchangeSlot, input) == EXCHANGE_INPUT_OFFSET);
     assert!(offset_of!(ExchangeSlot, output) == EXCHANGE_OUTPUT_OFFSET);
     assert!(EXCHANGE_OUTPUT_OFFSET == EXCHANGE_INPUT_OFFSET + EXCHANGE_INPUT_SIZE);

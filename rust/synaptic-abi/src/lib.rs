@@ -1,4 +1,4 @@
-//! The shared-memory contract between CPU0 and CPU1 (ABI v2).
+//! The shared-memory contract between CPU0 and CPU1 (ABI v3).
 //!
 //! Owned by exactly one crate so that both images agree by construction;
 //! cbindgen exports it to C (`include/synaptic/syn_abi.h`). Every size and
@@ -28,13 +28,14 @@ pub use exchange::{
     ExchangeError, ExchangeHeader, ExchangeSlot, GeometryError, SlotGeometry, EXCHANGE_HEADER_SIZE,
     EXCHANGE_INPUT_OFFSET, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_OFFSET, EXCHANGE_OUTPUT_SIZE,
     EXCHANGE_SLOTS_DEFAULT, EXCHANGE_SLOT_SIZE, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE, SLOT_ALIGN,
-    SMALL_INPUT_SIZE_DEFAULT, SMALL_OUTPUT_SIZE_DEFAULT, TENSOR_ALIGN,
+    SMALL_INPUT_SIZE_DEFAULT, SMALL_OUTPUT_SIZE_DEFAULT, TENSOR_ALIGN, UPDATE_OP_ACTIVATE,
+    UPDATE_OP_BEGIN, UPDATE_OP_DATA, UPDATE_OP_FINISH, UPDATE_OP_ROLLBACK,
 };
 pub use memory_map::{Core, MemoryMap, AN521, MCXN947, QEMU_CORTEX_M3};
 pub use message::{
     InvalidMessageType, Message, MessageError, MessageType, ValidMessage, MSG_SIZE, MSG_TYPE_COUNT,
     MSG_TYPE_INFER_REQ, MSG_TYPE_INFER_RESP, MSG_TYPE_MODEL_LOAD, MSG_TYPE_MODEL_UNLOAD,
-    MSG_TYPE_STATUS_REQ, MSG_TYPE_STATUS_RESP,
+    MSG_TYPE_MODEL_UPDATE, MSG_TYPE_STATUS_REQ, MSG_TYPE_STATUS_RESP,
 };
 pub use priority::{InvalidPriority, Priority};
 pub use region::{

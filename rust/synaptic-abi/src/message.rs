@@ -62,8 +62,10 @@ pub const MSG_TYPE_MODEL_UNLOAD: u8 = 3;
 pub const MSG_TYPE_STATUS_REQ: u8 = 4;
 /// Wire value of [`MessageType::StatusResp`].
 pub const MSG_TYPE_STATUS_RESP: u8 = 5;
+/// Wire value of [`MessageType::ModelUpdate`].
+pub const MSG_TYPE_MODEL_UPDATE: u8 = 6;
 /// Number of message types (wire values are `0..MSG_TYPE_COUNT`).
-pub const MSG_TYPE_COUNT: usize = 6;
+pub const MSG_TYPE_COUNT: usize = 7;
 
 /// What a message asks for or answers.
 #[repr(u8)]
@@ -81,6 +83,10 @@ pub enum MessageType {
     StatusReq = MSG_TYPE_STATUS_REQ,
     /// Answer to a `StatusReq`.
     StatusResp = MSG_TYPE_STATUS_RESP,
+    /// One step of a model update CPU1 streams to CPU0's model store
+    /// through an exchange slot (the step in the slot header's
+    /// `update_op`); answered with the same type (ABI v3).
+    ModelUpdate = MSG_TYPE_MODEL_UPDATE,
 }
 
 impl MessageType {
@@ -92,6 +98,7 @@ impl MessageType {
         MessageType::ModelUnload,
         MessageType::StatusReq,
         MessageType::StatusResp,
+        MessageType::ModelUpdate,
     ];
 
     /// Index `0..MSG_TYPE_COUNT`, for per-type tables.
@@ -274,7 +281,8 @@ mod tests {
         }
         assert_eq!(MessageType::InferReq.wire(), 0);
         assert_eq!(MessageType::StatusResp.wire(), 5);
-        for raw in 6..=u8::MAX {
+        assert_eq!(MessageType::ModelUpdate.wire(), 6);
+        for raw in 7..=u8::MAX {
             assert_eq!(MessageType::try_from(raw), Err(InvalidMessageType(raw)));
         }
     }

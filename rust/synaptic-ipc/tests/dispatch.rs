@@ -138,7 +138,8 @@ fn malformed_messages_are_counted_and_dropped() {
     let inbox: Inbox<HostSemaphore, 4> = Inbox::new(HostSemaphore::new());
     let mut dispatcher = Dispatcher::new(rx, &inbox);
     tx.push(Message {
-        msg_type: 6,
+        // The first type byte that names no type.
+        msg_type: synaptic_abi::MSG_TYPE_COUNT as u8,
         ..Message::default()
     })
     .unwrap();

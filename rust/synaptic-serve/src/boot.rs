@@ -641,14 +641,16 @@ mod tests {
                 tick: &|_| {},
             };
             let released = Cell::new(false);
-            // A CPU1 built for version 3 announces itself and never attaches.
+            // A CPU1 built for the next version announces itself and never
+            // attaches.
+            let next = LAYOUT_VERSION + 1;
             let mut soc = Fake {
                 vectors: Ok(GOOD),
                 released: &released,
-                on_release: || control[13].store(3, Ordering::SeqCst),
+                on_release: || control[13].store(next, Ordering::SeqCst),
             };
             let report = boot_cpu1(&region, &mut soc, &clock, Budgets::default(), || false);
-            assert_eq!(report.link, Link::Down(Down::Version(3)));
+            assert_eq!(report.link, Link::Down(Down::Version(next)));
             // A v1 CPU1 announces nothing: it simply never gets ready.
             control[13].store(0, Ordering::SeqCst);
             let mut soc = Fake {

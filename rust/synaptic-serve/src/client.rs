@@ -67,7 +67,8 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering};
 
 use synaptic_abi::{
     Direction, Errno, MessageType, Priority, ValidMessage, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE,
-    REQUEST_FLAG_POLLED,
+    REQUEST_FLAG_POLLED, UPDATE_OP_ACTIVATE, UPDATE_OP_BEGIN, UPDATE_OP_DATA, UPDATE_OP_FINISH,
+    UPDATE_OP_ROLLBACK,
 };
 use synaptic_ipc::{Doorbell, IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
@@ -318,6 +319,17 @@ fn deadline_after(now_us: u64, timeout: Timeout) -> Deadline {
         Timeout::NoWait => Deadline::At(now_us),
         Timeout::Millis(ms) => Deadline::At(now_us.saturating_add(u64::from(ms) * 1000)),
     }
+}
+
+/// A model name as the slot header's NUL-terminated field.
+fn name_field(name: &str) -> Result<[u8; MODEL_NAME_SIZE], ClientError> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= MODEL_NAME_SIZE || bytes.contains(&0) {
+        return Err(ClientError::InvalidArgument);
+    }
+    let mut field = [0u8; MODEL_NAME_SIZE];
+    field[..bytes.len()].copy_from_slice(bytes);
+    Ok(field)
 }
 
 /// A timeout that becomes a deadline when first needed.
@@ -825,6 +837,122 @@ where
         session.lookup_until(name, deadline, Wait::Interrupt)
     }
 
+    /// Stream `container` (a model container as `synaptic-pack` writes it)
+    /// into CPU0's model store as an update of `name`, have CPU0 verify it
+    /// from flash and make it the active version (`MODEL_UPDATE`). A model
+    /// CPU0 serves is hot-swapped: requests already accepted finish on the
+    /// old version, later ones run the new one under the same handle.
+    /// Chunks travel through the largest slot they fill (the frame slot for
+    /// all but a short tail). Returns the version now active.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidArgument`] for a bad name or an empty
+    /// container; [`ClientError::Remote`] with CPU0's errno (`-ENOTSUP`
+    /// without a store, the store's refusal of a step, `-EBUSY` while the
+    /// model's previous swap still runs); [`ClientError::TimedOut`] when
+    /// the whole update did not end within `timeout`; [`ClientError::Ipc`].
+    pub fn update_model(
+        &self,
+        name: &str,
+        container: &[u8],
+        timeout: Timeout,
+    ) -> Result<u32, ClientError> {
+        let field = name_field(name)?;
+        let total = u32::try_from(container.len()).map_err(|_| ClientError::InvalidArgument)?;
+        if total == 0 {
+            return Err(ClientError::InvalidArgument);
+        }
+        let mut due = Due::After(timeout);
+        self.update_step(&mut due, Some(&field), UPDATE_OP_BEGIN, total, &[])?;
+        let largest = (0..self.region.slot_count())
+            .filter_map(|k| self.region.slots().input_capacity(k))
+            .max()
+            .unwrap_or(0);
+        let mut offset = 0;
+        while offset < container.len() {
+            let n = (container.len() - offset).min(largest);
+            self.update_step(
+                &mut due,
+                None,
+                UPDATE_OP_DATA,
+                offset as u32,
+                &container[offset..offset + n],
+            )?;
+            offset += n;
+        }
+        self.update_step(&mut due, None, UPDATE_OP_FINISH, 0, &[])?;
+        self.switch_step(&mut due, UPDATE_OP_ACTIVATE)
+    }
+
+    /// Make the model CPU0's store last activated its previous version
+    /// again (hot-swapped likewise). Returns that version.
+    ///
+    /// # Errors
+    ///
+    /// As [`update_model`](Self::update_model); `-ENOENT` when there is
+    /// nothing to roll back.
+    pub fn rollback_model(&self, timeout: Timeout) -> Result<u32, ClientError> {
+        self.switch_step(&mut Due::After(timeout), UPDATE_OP_ROLLBACK)
+    }
+
+    /// An activation or rollback, sent again after a status round trip
+    /// while CPU0 answers `-EBUSY` (the model's previous swap still has
+    /// requests running on the old version; they end within a few
+    /// inferences) until `due`.
+    fn switch_step(&self, due: &mut Due, op: u32) -> Result<u32, ClientError> {
+        loop {
+            match self.update_step(due, None, op, 0, &[]) {
+                Err(ClientError::Remote(Errno::Busy)) => {
+                    let deadline = due.deadline(&self.clock);
+                    if let Deadline::At(at) = deadline {
+                        if self.clock.now_us() >= at {
+                            return Err(ClientError::TimedOut);
+                        }
+                    }
+                    // Another caller's ping in flight is as good a pause.
+                    let _ = self.ping_with(Wait::Interrupt, Timeout::Millis(1));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// One `MODEL_UPDATE` step in a slot that holds `data` (the name in
+    /// its header when given); the reply's status.
+    fn update_step(
+        &self,
+        due: &mut Due,
+        name: Option<&[u8; MODEL_NAME_SIZE]>,
+        op: u32,
+        arg: u32,
+        data: &[u8],
+    ) -> Result<u32, ClientError> {
+        let mut session = self.reserve_until(None, data.len(), due)?;
+        let deadline = due.deadline(&self.clock);
+        session.infer_input()[..data.len()].copy_from_slice(data);
+        if let Some(field) = name {
+            session.exchange.set_model_name(field);
+        }
+        session.exchange.set_update(op, arg, data.len() as u32);
+        let payload_len = if data.is_empty() {
+            protocol::LOOKUP_PAYLOAD_LEN
+        } else {
+            protocol::infer_payload_len(data.len(), session.exchange.input_capacity())
+                .ok_or(ClientError::InvalidArgument)?
+        };
+        let now = self.clock.now_us();
+        let status = session.request(
+            MessageType::ModelUpdate,
+            Priority::Normal,
+            payload_len,
+            false,
+            now,
+            deadline,
+        )?;
+        Ok(self.status_to_len(status)? as u32)
+    }
+
     /// Measure one round trip with a `STATUS_REQ` (no slot is needed),
     /// waiting as [`Wait::Auto`] says.
     ///
@@ -1111,7 +1239,9 @@ where
     /// Dispatch path: a reply arrived.
     fn handle(&self, msg: &ValidMessage) {
         match msg.msg_type {
-            MessageType::InferResp | MessageType::ModelLoad => self.on_slot_reply(msg),
+            MessageType::InferResp | MessageType::ModelLoad | MessageType::ModelUpdate => {
+                self.on_slot_reply(msg)
+            }
             MessageType::StatusResp => self.on_status(msg),
             _ => bump_locked(&self.counters.unexpected),
         }
@@ -1396,13 +1526,7 @@ where
         deadline: Deadline,
         wait: Wait,
     ) -> Result<ModelHandle, ClientError> {
-        let bytes = name.as_bytes();
-        if bytes.is_empty() || bytes.len() >= MODEL_NAME_SIZE || bytes.contains(&0) {
-            return Err(ClientError::InvalidArgument);
-        }
-        let mut field = [0u8; MODEL_NAME_SIZE];
-        field[..bytes.len()].copy_from_slice(bytes);
-        self.exchange.set_model_name(&field);
+        self.exchange.set_model_name(&name_field(name)?);
         let polled = wait == Wait::Poll;
         let now = self.client.clock.now_us();
         let status = self.request(

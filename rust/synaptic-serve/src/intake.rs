@@ -234,6 +234,7 @@ pub fn reply_type(request: MessageType) -> Option<MessageType> {
         MessageType::ModelLoad => Some(MessageType::ModelLoad),
         MessageType::ModelUnload => Some(MessageType::ModelUnload),
         MessageType::StatusReq => Some(MessageType::StatusResp),
+        MessageType::ModelUpdate => Some(MessageType::ModelUpdate),
         MessageType::InferResp | MessageType::StatusResp => None,
     }
 }
@@ -349,7 +350,7 @@ impl<'r, const N: usize> Intake<'r, N> {
                 };
                 self.send(replies, answer, polled);
             }
-            MessageType::InferReq | MessageType::ModelLoad => {
+            MessageType::InferReq | MessageType::ModelLoad | MessageType::ModelUpdate => {
                 let slot = (msg.payload_len != 0)
                     .then(|| self.region.slot_at(msg.payload_offset as usize))
                     .flatten();

@@ -36,6 +36,7 @@ pub mod probe;
 pub mod protocol;
 pub mod region;
 pub mod server;
+pub mod update;
 
 pub use client::{Client, ClientError, ClientStats, Pong, Session, Wait};
 pub use intake::{Intake, ReplyPort, SharedSender, SlotLedger};

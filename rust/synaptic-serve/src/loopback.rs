@@ -347,6 +347,7 @@ impl<T: Clock + Delay> Service<T> {
             pipelines: &mut self.pipelines,
             clock,
             profiler: None,
+            updates: None,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The serving protocol on top of ABI v2: which messages name an exchange
+//! The serving protocol on top of ABI v3: which messages name an exchange
 //! slot, what their payload fields say, what a `STATUS_RESP` reports, how
 //! a requester asks for polled completion, and how message ids are ordered.
 //!
@@ -9,6 +9,8 @@
 //! | `MODEL_LOAD` (name in a slot's header) | the slot, [`LOOKUP_PAYLOAD_LEN`] | `MODEL_LOAD` | the slot, 0 bytes | raw model handle (> 0) or `-errno` |
 //! | `INFER_REQ` (model, `input_len`, input in a slot) | the slot, [`infer_payload_len`] | `INFER_RESP` (output in the slot) | the slot, output length | output length or `-errno` |
 //! | `STATUS_REQ` (timestamp) | none | `STATUS_RESP` (timestamp echoed) | none | mask of the slots CPU0 holds (≥ 0) |
+//! | `MODEL_UPDATE` begin, finish, activate, rollback (`update_op`; begin: name, `update_arg` = container size) | the slot, [`LOOKUP_PAYLOAD_LEN`] | `MODEL_UPDATE` | the slot, 0 bytes | 0, the version made active (activate, rollback) or `-errno` |
+//! | `MODEL_UPDATE` data (`update_arg` = offset, `input_len` bytes in a slot) | the slot, [`infer_payload_len`] | `MODEL_UPDATE` | the slot, 0 bytes | the chunk's length or `-errno` |
 //!
 //! A request's `status` word carries its flags
 //! ([`synaptic_abi::REQUEST_FLAG_POLLED`]: reply without a doorbell

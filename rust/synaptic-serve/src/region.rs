@@ -95,7 +95,9 @@ mod header_word {
     pub const INPUT_LEN: usize = 9;
     pub const OUTPUT_LEN: usize = 10;
     pub const INFER_STATUS: usize = 11;
-    pub const RESERVED: usize = 12;
+    pub const UPDATE_OP: usize = 12;
+    pub const UPDATE_ARG: usize = 13;
+    pub const RESERVED: usize = 14;
 }
 
 const _: () = {
@@ -121,8 +123,10 @@ const _: () = {
     assert!(offset_of!(ExchangeHeader, input_len) == 4 * header_word::INPUT_LEN);
     assert!(offset_of!(ExchangeHeader, output_len) == 4 * header_word::OUTPUT_LEN);
     assert!(offset_of!(ExchangeHeader, infer_status) == 4 * header_word::INFER_STATUS);
+    assert!(offset_of!(ExchangeHeader, update_op) == 4 * header_word::UPDATE_OP);
+    assert!(offset_of!(ExchangeHeader, update_arg) == 4 * header_word::UPDATE_ARG);
     assert!(offset_of!(ExchangeHeader, reserved) == 4 * header_word::RESERVED);
-    assert!(HEADER_WORDS == header_word::RESERVED + 4);
+    assert!(HEADER_WORDS == header_word::RESERVED + 2);
 };
 
 /// Why a memory window cannot be used as the shared region.
@@ -710,7 +714,7 @@ impl<'r> Exchange<'r> {
         {
             chunk.copy_from_slice(&word.to_ne_bytes());
         }
-        let mut reserved = [0u32; 4];
+        let mut reserved = [0u32; 2];
         reserved.copy_from_slice(&w[header_word::RESERVED..]);
         ExchangeHeader {
             model: w[header_word::MODEL],
@@ -718,6 +722,8 @@ impl<'r> Exchange<'r> {
             input_len: w[header_word::INPUT_LEN],
             output_len: w[header_word::OUTPUT_LEN],
             infer_status: w[header_word::INFER_STATUS] as i32,
+            update_op: w[header_word::UPDATE_OP],
+            update_arg: w[header_word::UPDATE_ARG],
             reserved,
         }
     }
@@ -735,6 +741,8 @@ impl<'r> Exchange<'r> {
         self.store(header_word::INPUT_LEN, header.input_len);
         self.store(header_word::OUTPUT_LEN, header.output_len);
         self.store(header_word::INFER_STATUS, header.infer_status as u32);
+        self.store(header_word::UPDATE_OP, header.update_op);
+        self.store(header_word::UPDATE_ARG, header.update_arg);
         for (k, &r) in header.reserved.iter().enumerate() {
             self.store(header_word::RESERVED + k, r);
         }
@@ -755,6 +763,25 @@ impl<'r> Exchange<'r> {
         self.store(header_word::INPUT_LEN, input_len);
         self.store(header_word::OUTPUT_LEN, 0);
         self.store(header_word::INFER_STATUS, 0);
+    }
+
+    /// Write the words of a `MODEL_UPDATE` step CPU1 fills: the step, its
+    /// argument and the chunk length (`input_len`).
+    pub fn set_update(&self, op: u32, arg: u32, input_len: u32) {
+        self.store(header_word::UPDATE_OP, op);
+        self.store(header_word::UPDATE_ARG, arg);
+        self.store(header_word::INPUT_LEN, input_len);
+    }
+
+    /// The words of a `MODEL_UPDATE` step, each read once: step, argument,
+    /// chunk length.
+    pub fn read_update(&self) -> (u32, u32, u32) {
+        // Ordering: as in `read_header`.
+        (
+            self.header[header_word::UPDATE_OP].load(Ordering::Relaxed),
+            self.header[header_word::UPDATE_ARG].load(Ordering::Relaxed),
+            self.header[header_word::INPUT_LEN].load(Ordering::Relaxed),
+        )
     }
 
     /// Write the result words CPU0 fills before `INFER_RESP`.
@@ -965,7 +992,9 @@ mod tests {
                 input_len: k as u32,
                 output_len: 2 * k as u32,
                 infer_status: -(k as i32),
-                reserved: [k as u32; 4],
+                update_op: 7 + k as u32,
+                update_arg: 9 + k as u32,
+                reserved: [k as u32; 2],
                 ..ExchangeHeader::default()
             };
             header.model_name[..4].copy_from_slice(b"slot");
@@ -973,6 +1002,10 @@ mod tests {
             exchange.write_header(&header);
             assert_eq!(exchange.read_header(), header);
             assert_eq!(exchange.read_request(), (0x100 + k as u32, k as u32));
+            assert_eq!(
+                exchange.read_update(),
+                (7 + k as u32, 9 + k as u32, k as u32)
+            );
             // SAFETY: this test is the slot's only user; each slice is
             // dropped before the next is made.
             unsafe {

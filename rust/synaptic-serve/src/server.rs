@@ -56,6 +56,7 @@ use synaptic_runtime::time::Clock;
 use crate::intake::{reply_to, reply_type, wants_poll, Reply, ReplyPort, SlotLedger};
 use crate::protocol;
 use crate::region::{Exchange, SharedRegion};
+use crate::update::ModelUpdates;
 
 /// Default number of models a server can export.
 pub const DEFAULT_EXPORTS: usize = 8;
@@ -120,6 +121,11 @@ pub enum ServeError {
     /// The serving thread's queue is full (`-EAGAIN`); cannot happen while
     /// the inbox has an entry per slot.
     Backlog,
+    /// A `MODEL_UPDATE` step the store refused, with its errno (`-EBUSY`
+    /// also while a model's previous swap still runs).
+    Update(Errno),
+    /// A `MODEL_UPDATE` whose `update_op` names no step (`-EINVAL`).
+    UnknownUpdateOp(u32),
 }
 
 impl ServeError {
@@ -143,6 +149,8 @@ impl ServeError {
             ServeError::Unsupported(_) => Errno::NotSup,
             ServeError::UnknownFlags(_) => Errno::Inval,
             ServeError::Backlog => Errno::Again,
+            ServeError::Update(e) => e,
+            ServeError::UnknownUpdateOp(_) => Errno::Inval,
         }
     }
 
@@ -155,6 +163,7 @@ impl ServeError {
                 | ServeError::HandleOverflow
                 | ServeError::ExportsFull
                 | ServeError::Backlog
+                | ServeError::Update(_)
         )
     }
 }
@@ -193,6 +202,8 @@ pub struct ServeStats {
     pub busy: u32,
     /// `MODEL_LOAD` requests resolved.
     pub lookups: u32,
+    /// `MODEL_UPDATE` steps done.
+    pub updates: u32,
     /// `STATUS_REQ` requests answered.
     pub status: u32,
     /// Messages CPU0 does not serve (responses arriving at CPU0), dropped.
@@ -226,6 +237,7 @@ impl ServeStats {
             violations: add(self.violations, other.violations),
             busy: add(self.busy, other.busy),
             lookups: add(self.lookups, other.lookups),
+            updates: add(self.updates, other.updates),
             status: add(self.status, other.status),
             ignored: add(self.ignored, other.ignored),
             reply_failures: add(self.reply_failures, other.reply_failures),
@@ -304,6 +316,9 @@ pub struct Runtime<'e, 'a, Npu, C, const M: usize, const P: usize, const S: usiz
     pub clock: &'e C,
     /// Optional profiler for every job the scheduler completes.
     pub profiler: Option<&'e mut Profiler>,
+    /// The model store `MODEL_UPDATE` writes, if any (without one the
+    /// request is refused with `-ENOTSUP`).
+    pub updates: Option<&'e mut (dyn ModelUpdates + 'static)>,
 }
 
 impl<Npu: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize, const J: usize>
@@ -705,7 +720,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 self.push(replies, answer, to.polled);
                 Disposition::Answered { status }
             }
-            MessageType::InferReq | MessageType::ModelLoad => {
+            MessageType::InferReq | MessageType::ModelLoad | MessageType::ModelUpdate => {
                 let slot = (msg.payload_len != 0)
                     .then(|| self.region.slot_at(msg.payload_offset as usize))
                     .flatten();
@@ -721,10 +736,10 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                     let status = self.refuse(ServeError::Busy, to, None, rt.clock, replies);
                     return Disposition::Answered { status };
                 }
-                let outcome = if msg.msg_type == MessageType::InferReq {
-                    self.accept(msg, slot, rt).map(Ok)
-                } else {
-                    self.lookup(msg, slot, rt.registry).map(Err)
+                let outcome = match msg.msg_type {
+                    MessageType::InferReq => self.accept(msg, slot, rt).map(Ok),
+                    MessageType::ModelLoad => self.lookup(msg, slot, rt.registry).map(Err),
+                    _ => self.update(msg, slot, rt).map(Err),
                 };
                 match outcome {
                     Ok(Ok((job, model, runs))) => {
@@ -739,7 +754,11 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                         Disposition::Accepted { job }
                     }
                     Ok(Err(status)) => {
-                        self.stats.lookups = self.stats.lookups.wrapping_add(1);
+                        if msg.msg_type == MessageType::ModelLoad {
+                            self.stats.lookups = self.stats.lookups.wrapping_add(1);
+                        } else {
+                            self.stats.updates = self.stats.updates.wrapping_add(1);
+                        }
                         let answer = ValidMessage {
                             status,
                             timestamp_us: rt.clock.now_us() as u32,
@@ -899,6 +918,107 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             .find(|e| e.serving == model)
             .ok_or(ServeError::NotExported)?;
         i32::try_from(export.model.raw()).map_err(|_| ServeError::HandleOverflow)
+    }
+
+    /// Do the `MODEL_UPDATE` step slot `slot` holds; its status.
+    fn update<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+        &mut self,
+        msg: &ValidMessage,
+        slot: usize,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+    ) -> Result<i32, ServeError>
+    where
+        Npu: NpuDevice,
+    {
+        let exchange = self.slot_exchange(msg, slot)?;
+        let Some(updates) = rt.updates.take() else {
+            return Err(ServeError::Unsupported(MessageType::ModelUpdate));
+        };
+        let result = self.update_step(msg, exchange, &mut *updates, rt);
+        rt.updates = Some(updates);
+        result
+    }
+
+    fn update_step<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+        &mut self,
+        msg: &ValidMessage,
+        exchange: Exchange<'a>,
+        updates: &mut dyn ModelUpdates,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+    ) -> Result<i32, ServeError>
+    where
+        Npu: NpuDevice,
+    {
+        // The one read of the words used.
+        let (op, arg, raw_len) = exchange.read_update();
+        if op == synaptic_abi::UPDATE_OP_DATA {
+            let len = synaptic_abi::exchange::input_len_within(raw_len, exchange.input_capacity())?;
+            let expected = protocol::infer_payload_len(len, exchange.input_capacity())
+                .ok_or(ServeError::Exchange(ExchangeError::InputTooLong(raw_len)))?;
+            self.check_payload(msg, expected)?;
+            // SAFETY: CPU1 handed the slot over with this request and takes
+            // it back only with our reply, pushed after this read.
+            let input = unsafe { exchange.input() };
+            updates
+                .write(arg as usize, &input[..len])
+                .map_err(ServeError::Update)?;
+            return Ok(len as i32);
+        }
+        self.check_payload(msg, protocol::LOOKUP_PAYLOAD_LEN)?;
+        let back = match op {
+            synaptic_abi::UPDATE_OP_BEGIN => {
+                let header = exchange.read_header();
+                let name =
+                    core::str::from_utf8(header.model_name()?).map_err(|_| ServeError::BadName)?;
+                updates
+                    .begin(name, arg as usize)
+                    .map_err(ServeError::Update)?;
+                return Ok(0);
+            }
+            synaptic_abi::UPDATE_OP_FINISH => {
+                updates.finish().map_err(ServeError::Update)?;
+                return Ok(0);
+            }
+            synaptic_abi::UPDATE_OP_ACTIVATE => false,
+            synaptic_abi::UPDATE_OP_ROLLBACK => true,
+            op => return Err(ServeError::UnknownUpdateOp(op)),
+        };
+        // A served model whose previous swap still runs cannot take
+        // another: refused before the store changes.
+        if let Some(name) = updates.target(back) {
+            if let Some(e) = self.served_export(name, rt.registry) {
+                if self.exports[e].retiring.is_some() {
+                    return Err(ServeError::Update(Errno::Busy));
+                }
+            }
+        }
+        let activated = if back {
+            updates.rollback()
+        } else {
+            updates.activate()
+        }
+        .map_err(ServeError::Update)?;
+        if let Some(e) = self.served_export(&activated.name, rt.registry) {
+            let public = self.exports[e].model;
+            if let Err(error) = self.replace(public, &activated.desc(), rt) {
+                // Serving and the store must agree: an activation the
+                // serving layer cannot take is undone.
+                if !back {
+                    let _ = updates.rollback();
+                }
+                return Err(error);
+            }
+        }
+        Ok(activated.version as i32)
+    }
+
+    /// The export serving the model called `name`.
+    fn served_export<const M: usize>(&self, name: &str, registry: &Registry<M>) -> Option<usize> {
+        self.exports.iter().position(|e| {
+            registry
+                .info(e.serving)
+                .is_ok_and(|info| info.name.as_str() == name)
+        })
     }
 
     /// Answer every inference in flight whose job has finished: output into

@@ -1423,3 +1423,240 @@ fn requests_keep_flowing_through_a_swap_tried_every_turn_and_each_runs_the_versi
         assert!(h.rt.registry.len() <= models + 1);
     });
 }
+
+mod update {
+    //! `MODEL_UPDATE`: CPU1 streams a container through a slot into CPU0's
+    //! model store (a host flash model), CPU0 verifies and activates it and
+    //! hot-swaps the model it serves.
+
+    use super::*;
+    use synaptic_abi::{
+        MSG_TYPE_MODEL_UPDATE, UPDATE_OP_ACTIVATE, UPDATE_OP_BEGIN, UPDATE_OP_DATA,
+        UPDATE_OP_FINISH, UPDATE_OP_ROLLBACK,
+    };
+    use synaptic_serve::update::StoreUpdates;
+    use synaptic_store::ota::Ota;
+    use synaptic_store::{crc32, Header, Layout, MemFlash, Store, TensorShape};
+
+    /// The small slot updates go through (4,096-byte chunks).
+    const SLOT: usize = 1;
+
+    fn int8(dims: &[u32]) -> TensorShape {
+        let mut d = [1u32; 4];
+        d[..dims.len()].copy_from_slice(dims);
+        TensorShape {
+            dtype: 9,
+            rank: dims.len() as u8,
+            dims: d,
+        }
+    }
+
+    /// A KWS-shaped container: header, then `payload`.
+    fn container(version: u32, payload: &[u8]) -> Vec<u8> {
+        let header = Header::new("kws", version, payload, int8(&[49, 10]), int8(&[12])).unwrap();
+        [header.encode().as_slice(), payload].concat()
+    }
+
+    fn payload(version: u32, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i as u32 * 31 + version) as u8).collect()
+    }
+
+    /// CPU0's store: 128 KiB of host flash, 4 KiB sectors, 4 models of up
+    /// to 8 KiB (leaked: the runtime holds it for the test's life).
+    fn store() -> &'static mut StoreUpdates<'static, MemFlash<'static>, 4> {
+        let bytes = Box::leak(vec![0xFFu8; 128 * 1024].into_boxed_slice());
+        let flash = MemFlash::new(bytes, 4096, 4);
+        let layout = Layout::new(&flash, 4, 8192).unwrap();
+        let (store, _) = Store::open(flash, layout).unwrap();
+        Box::leak(Box::new(StoreUpdates::new(
+            Box::leak(Box::new(store)),
+            Box::leak(Box::new(Ota::new())),
+        )))
+    }
+
+    impl H<'_, '_> {
+        /// One update step through slot `SLOT`, as CPU1 sends it; its status.
+        fn step(&mut self, id: u32, op: u32, arg: u32, data: &[u8], name: Option<&[u8]>) -> i32 {
+            let exchange = self.exchange(SLOT);
+            if let Some(name) = name {
+                let mut field = [0u8; MODEL_NAME_SIZE];
+                field[..name.len()].copy_from_slice(name);
+                exchange.set_model_name(&field);
+            }
+            // SAFETY: single-threaded test: nothing else holds the slot.
+            unsafe { exchange.input_mut()[..data.len()].copy_from_slice(data) };
+            exchange.set_update(op, arg, data.len() as u32);
+            let capacity = SLOTS.input_capacity(SLOT).unwrap();
+            let msg = Message {
+                msg_id: id,
+                msg_type: MSG_TYPE_MODEL_UPDATE,
+                priority: Priority::Normal as u8,
+                payload_offset: self.slot_at(SLOT),
+                payload_len: if data.is_empty() {
+                    LOOKUP_PAYLOAD_LEN
+                } else {
+                    infer_payload_len(data.len(), capacity).unwrap()
+                },
+                ..Message::default()
+            };
+            let Disposition::Answered { status } = self.handle(msg) else {
+                panic!("an update step is answered at once");
+            };
+            let reply = self.reply().expect("a reply");
+            assert_eq!(
+                (reply.msg_id, reply.msg_type, reply.status),
+                (id, MSG_TYPE_MODEL_UPDATE, status)
+            );
+            status
+        }
+
+        /// Stream `bytes` as an update of KWS, up to `finish`; the
+        /// statuses of begin, each chunk and finish.
+        fn stream(&mut self, bytes: &[u8]) -> Vec<i32> {
+            let mut statuses =
+                vec![self.step(1, UPDATE_OP_BEGIN, bytes.len() as u32, &[], Some(b"kws"))];
+            for (k, chunk) in bytes.chunks(4096).enumerate() {
+                statuses.push(self.step(2, UPDATE_OP_DATA, (k * 4096) as u32, chunk, None));
+            }
+            statuses.push(self.step(3, UPDATE_OP_FINISH, 0, &[], None));
+            statuses
+        }
+
+        /// Infer on KWS through CPU1's handle: the output.
+        fn infer_kws(&mut self, seq: u32) -> Vec<u8> {
+            self.stage(self.kws.raw(), KWS_IN as u32, seq);
+            assert!(matches!(
+                self.handle(self.infer_msg(50 + seq, Priority::Normal, KWS_IN)),
+                Disposition::Accepted { .. }
+            ));
+            assert_eq!(self.finish().status, KWS_OUT as i32);
+            self.output(KWS_OUT)
+        }
+
+        /// What the version registered as `handle` answers for input `seq`.
+        fn kws_output(&self, handle: ModelHandle, seq: u32) -> Vec<u8> {
+            self.stage(self.kws.raw(), KWS_IN as u32, seq);
+            self.expected(handle, KWS_IN, KWS_OUT)
+        }
+    }
+
+    #[test]
+    fn cpu1_streams_an_update_that_cpu0_verifies_activates_and_hot_swaps() {
+        run(|h| {
+            h.rt.updates = Some(store());
+            let v2 = payload(2, 5000);
+            assert_eq!(h.stream(&container(2, &v2)), [0, 4096, 1000, 0]);
+            assert_eq!(h.step(4, UPDATE_OP_ACTIVATE, 0, &[], None), 2);
+            let served = h.rt.registry.find("kws").unwrap();
+            assert_ne!(served, h.kws, "a new version under the same name");
+            let info = h.rt.registry.info(served).unwrap();
+            assert_eq!(
+                (info.version, info.flash_size, info.crc32),
+                (2, 5000, crc32(&v2))
+            );
+            // CPU1 keeps its handle: a lookup still gives it, an inference
+            // on it runs version 2.
+            h.handle(h.lookup_msg(5, b"kws"));
+            assert_eq!(h.reply().unwrap().status, h.kws.raw() as i32);
+            let want = h.kws_output(served, 7);
+            assert_eq!(h.infer_kws(7), want);
+
+            // Version 3, then back to 2.
+            assert_eq!(h.stream(&container(3, &payload(3, 300))), [0, 396, 0]);
+            assert_eq!(h.step(6, UPDATE_OP_ACTIVATE, 0, &[], None), 3);
+            assert_eq!(
+                h.rt.registry
+                    .info(h.rt.registry.find("kws").unwrap())
+                    .unwrap()
+                    .version,
+                3
+            );
+            assert_eq!(h.step(7, UPDATE_OP_ROLLBACK, 0, &[], None), 2);
+            let back = h.rt.registry.find("kws").unwrap();
+            assert_eq!(h.rt.registry.info(back).unwrap().crc32, crc32(&v2));
+            let want = h.kws_output(back, 8);
+            assert_eq!(h.infer_kws(8), want);
+            let s = h.server.stats();
+            assert_eq!((s.updates, s.errors), (10, 0));
+        });
+    }
+
+    #[test]
+    fn update_steps_out_of_turn_or_malformed_are_refused_with_the_stores_errno() {
+        run(|h| {
+            // No store on this CPU0.
+            let no = Errno::NotSup.negative();
+            assert_eq!(h.step(1, UPDATE_OP_BEGIN, 100, &[], Some(b"kws")), no);
+            h.rt.updates = Some(store());
+            // Nothing verified to activate, nothing activated to roll back.
+            assert_eq!(
+                h.step(2, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::Perm.negative()
+            );
+            assert_eq!(
+                h.step(3, UPDATE_OP_ROLLBACK, 0, &[], None),
+                Errno::NoEnt.negative()
+            );
+            // No name; a step that names nothing.
+            assert_eq!(
+                h.step(4, UPDATE_OP_BEGIN, 100, &[], Some(b"")),
+                Errno::Inval.negative()
+            );
+            assert_eq!(h.step(5, 99, 0, &[], None), Errno::Inval.negative());
+            // A chunk sent again, or skipping ahead.
+            let bytes = container(2, &payload(2, 5000));
+            assert_eq!(
+                h.step(6, UPDATE_OP_BEGIN, bytes.len() as u32, &[], Some(b"kws")),
+                0
+            );
+            assert_eq!(h.step(7, UPDATE_OP_DATA, 0, &bytes[..4096], None), 4096);
+            assert_eq!(
+                h.step(8, UPDATE_OP_DATA, 0, &bytes[..4096], None),
+                Errno::Proto.negative()
+            );
+            // Finish before every byte is in.
+            assert_eq!(
+                h.step(9, UPDATE_OP_FINISH, 0, &[], None),
+                Errno::Proto.negative()
+            );
+            // A payload that fails its CRC is caught at finish, from flash.
+            let mut bad = container(2, &payload(2, 300));
+            *bad.last_mut().unwrap() ^= 1;
+            assert_eq!(h.stream(&bad)[2], Errno::BadMsg.negative());
+            assert_eq!(
+                h.step(10, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::Perm.negative()
+            );
+            // Nothing changed for the model served.
+            assert_eq!(h.rt.registry.find("kws"), Ok(h.kws));
+            let want = h.kws_output(h.kws, 3);
+            assert_eq!(h.infer_kws(3), want);
+            // The request this CPU0 does not serve and the unknown step
+            // broke the protocol; the store's refusals did not.
+            assert_eq!(h.server.stats().violations, 2);
+        });
+    }
+
+    #[test]
+    fn an_activation_waits_while_the_previous_swaps_old_version_still_runs() {
+        run(|h| {
+            h.rt.updates = Some(store());
+            // A request on version 1, accepted and not yet run.
+            h.stage(h.kws.raw(), KWS_IN as u32, 4);
+            let want = h.expected(h.kws, KWS_IN, KWS_OUT);
+            h.handle(h.infer_msg(40, Priority::Normal, KWS_IN));
+            h.stream(&container(2, &payload(2, 100)));
+            assert_eq!(h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None), 2);
+            assert!(h.server.is_retiring());
+            h.stream(&container(3, &payload(3, 100)));
+            assert_eq!(
+                h.step(42, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::Busy.negative()
+            );
+            assert_eq!(h.finish().status, KWS_OUT as i32);
+            assert_eq!(h.output(KWS_OUT), want, "finished on version 1");
+            // The store kept version 3 verified: activated now.
+            assert_eq!(h.step(43, UPDATE_OP_ACTIVATE, 0, &[], None), 3);
+        });
+    }
+}

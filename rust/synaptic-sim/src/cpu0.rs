@@ -44,10 +44,13 @@ use synaptic_runtime::sched::{JobId, JobRequest, Scheduler, StepOutcome};
 use synaptic_runtime::time::{Clock, Delay, FakeClock};
 use synaptic_serve::host::MonotonicClock;
 use synaptic_serve::loopback::{Service, ServiceRuntime, JOBS};
+use synaptic_serve::update::StoreUpdates;
 use synaptic_serve::{
     Disposition, Intake, ReplyPort, ServeError, ServeStats, Server, SharedRegion, SharedSender,
     SlotLedger,
 };
+use synaptic_store::ota::Ota;
+use synaptic_store::{Layout, MemFlash, Store};
 
 use crate::models::{KWS, SEED};
 use crate::RING;
@@ -99,7 +102,18 @@ pub struct Cpu0Config {
     pub local_job: Option<LocalJob>,
     /// Record every request, step and answer in [`Cpu0Report::events`].
     pub trace: bool,
+    /// Give the serving layer a model store (host flash: [`STORE_FLASH`]
+    /// bytes, [`STORE_MODELS`] models of up to [`STORE_SLOT`] container
+    /// bytes), so CPU1 can stream `MODEL_UPDATE`s.
+    pub store: bool,
 }
+
+/// Bytes of the simulated CPU0's flash for its model store.
+pub const STORE_FLASH: usize = 256 * 1024;
+/// Models the simulated store holds.
+pub const STORE_MODELS: usize = 2;
+/// Largest container a simulated store slot holds.
+pub const STORE_SLOT: usize = 48 * 1024;
 
 impl Default for Cpu0Config {
     fn default() -> Self {
@@ -110,6 +124,7 @@ impl Default for Cpu0Config {
             fake_time: false,
             local_job: None,
             trace: true,
+            store: false,
         }
     }
 }
@@ -714,6 +729,9 @@ pub(crate) fn serve(
         local_job: None,
         local_steps: 0,
     };
+    if config.store {
+        core.rt.updates = Some(model_store());
+    }
     control.ready.store(true, Ordering::SeqCst);
     while !control.stopped() {
         control.park_while_stalled(true);
@@ -764,6 +782,19 @@ pub(crate) fn serve(
     report
 }
 
+/// A blank model store over host flash, for the serving thread's life
+/// (leaked: the runtime borrows it as long as the thread runs).
+fn model_store() -> &'static mut StoreUpdates<'static, MemFlash<'static>, STORE_MODELS> {
+    let bytes = Box::leak(vec![0xFF; STORE_FLASH].into_boxed_slice());
+    let flash = MemFlash::new(bytes, 4096, 4);
+    let layout = Layout::new(&flash, STORE_MODELS, STORE_SLOT).expect("store layout");
+    let (store, _) = Store::open(flash, layout).expect("blank store");
+    Box::leak(Box::new(StoreUpdates::new(
+        Box::leak(Box::new(store)),
+        Box::leak(Box::new(Ota::new())),
+    )))
+}
+
 /// The serving thread's state (`'a`: what the scheduler's jobs borrow,
 /// `'p`: the reply port's ring, invariant behind its mutex).
 struct Core<'a, 'e, 'p> {
@@ -781,6 +812,18 @@ struct Core<'a, 'e, 'p> {
 }
 
 impl Core<'_, '_, '_> {
+    /// Note the KWS version served if it is new (a `MODEL_UPDATE`'s
+    /// activation swaps it inside the serving layer).
+    fn note_version(&self) {
+        if let Ok(serving) = self.rt.registry.find(KWS.name) {
+            let mut versions = lock(&self.control.versions);
+            if versions.last().is_some_and(|v| v.1 != serving) {
+                let version = self.rt.registry.info(serving).map_or(0, |i| i.version);
+                versions.push((version, serving));
+            }
+        }
+    }
+
     /// Swap KWS to the version the test asked for, if any.
     fn swap_if_asked(&mut self) {
         let version = self.control.swap_to.load(Ordering::SeqCst);
@@ -831,10 +874,13 @@ impl Core<'_, '_, '_> {
             local_steps: self.local_steps,
             at_us: self.now(),
         });
-        match self
+        let disposition = self
             .server
-            .handle_valid(msg, &mut self.rt, self.replies, self.ledger)
-        {
+            .handle_valid(msg, &mut self.rt, self.replies, self.ledger);
+        if msg.msg_type == MessageType::ModelUpdate {
+            self.note_version();
+        }
+        match disposition {
             Disposition::Answered { status } => self.record(Event::Answered {
                 msg_id: msg.msg_id,
                 status,

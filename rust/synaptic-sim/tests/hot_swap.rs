@@ -6,7 +6,9 @@
 use std::thread;
 use std::time::Duration;
 
+use synaptic_abi::Errno;
 use synaptic_ipc::Timeout;
+use synaptic_serve::ClientError;
 use synaptic_sim::{run, Cpu0Config, KWS};
 
 const LONG: Timeout = Timeout::Millis(30_000);
@@ -89,4 +91,99 @@ fn cpu1_threads_keep_inferring_through_twenty_hot_swaps_and_none_fails() {
     assert!(distinct.len() >= 3, "requests ran on several versions");
     assert_eq!(cpu0.stats.errors, 0);
     assert_eq!(cpu0.stats.served as usize, served);
+}
+
+/// A KWS container (int8 49x10 in, 12 out) of `len` payload bytes.
+fn kws_container(version: u32, len: usize) -> Vec<u8> {
+    use synaptic_store::{Header, TensorShape};
+    let int8 = |dims: &[u32]| {
+        let mut d = [1u32; 4];
+        d[..dims.len()].copy_from_slice(dims);
+        TensorShape {
+            dtype: 9,
+            rank: dims.len() as u8,
+            dims: d,
+        }
+    };
+    let payload: Vec<u8> = (0..len).map(|i| (i as u32 * 7 + version) as u8).collect();
+    let header = Header::new("kws", version, &payload, int8(&[49, 10]), int8(&[12])).unwrap();
+    [header.encode().as_slice(), &payload].concat()
+}
+
+#[test]
+fn cpu1_streams_updates_and_a_rollback_while_three_threads_keep_inferring() {
+    const INFERRING: u32 = 3;
+    let config = Cpu0Config {
+        npu_latency_us: 200,
+        trace: false,
+        store: true,
+        ..Cpu0Config::default()
+    };
+    let (seen, cpu0) = run(config, |sim| {
+        let control = sim.cpu0();
+        let handles = || control.kws_versions().iter().map(|v| v.1).collect();
+        let (seen, cpu1) = sim.cpu1(|cpu1| {
+            let kws = cpu1.lookup(&KWS, LONG).unwrap();
+            let done = std::sync::atomic::AtomicBool::new(false);
+            thread::scope(|s| {
+                let callers: Vec<_> = (0..INFERRING)
+                    .map(|t| {
+                        let done = &done;
+                        s.spawn(move || {
+                            let mut versions = Vec::new();
+                            for k in 0..100_000 {
+                                let seq = t * 100_000 + k;
+                                let version = cpu1
+                                    .infer_version(&KWS, kws, seq, LONG, handles)
+                                    .unwrap_or_else(|e| panic!("thread {t} serve {k}: {e:?}"))
+                                    .unwrap_or_else(|| {
+                                        panic!("thread {t} serve {k}: no version's output")
+                                    });
+                                versions.push(version);
+                                if done.load(std::sync::atomic::Ordering::SeqCst) {
+                                    break;
+                                }
+                            }
+                            versions
+                        })
+                    })
+                    .collect();
+                let client = cpu1.client();
+                let results = [
+                    // Two chunks through the frame slot, a tail through a small one.
+                    client.update_model("kws", &kws_container(2, 40_000), LONG),
+                    client.update_model("kws", &kws_container(3, 1_000), LONG),
+                    // While version 3's requests may still run on version 2:
+                    // the client retries the -EBUSY.
+                    client.rollback_model(LONG),
+                    // A container whose header names another model.
+                    client.update_model("face", &kws_container(4, 100), LONG),
+                ];
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+                assert_eq!(
+                    results,
+                    [Ok(2), Ok(3), Ok(2), Err(ClientError::Remote(Errno::Inval))]
+                );
+                callers
+                    .into_iter()
+                    .map(|c| c.join().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        });
+        let c = cpu1.client;
+        assert_eq!((c.timeouts, c.unexpected), (0, 0));
+        let versions: Vec<u32> = control.kws_versions().iter().map(|v| v.0).collect();
+        assert_eq!(versions, [1, 2, 3, 2], "served versions, in order");
+        seen
+    });
+    for (t, versions) in seen.iter().enumerate() {
+        assert!(
+            versions.windows(2).all(|w| w[0] <= w[1]),
+            "thread {t} saw an older version after a newer one: {versions:?}"
+        );
+    }
+    let served: usize = seen.iter().map(Vec::len).sum();
+    println!("{INFERRING} threads inferring through 2 updates and a rollback: {served} inferences");
+    assert_eq!(cpu0.stats.served as usize, served);
+    assert!(cpu0.stats.updates >= 3 * 3);
 }

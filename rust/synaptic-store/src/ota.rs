@@ -105,6 +105,16 @@ impl Ota {
         self.written
     }
 
+    /// The model a verified update is ready to switch ([`activate`](Self::activate)).
+    pub fn ready(&self) -> Option<&str> {
+        (self.state == OtaState::Ready).then(|| name_str(&self.name))
+    }
+
+    /// The model last activated ([`rollback`](Self::rollback) switches it back).
+    pub fn last_activated(&self) -> Option<&str> {
+        (self.activated[0] != 0).then(|| name_str(&self.activated))
+    }
+
     fn fail<T>(&mut self, e: impl Into<OtaError>) -> Result<T, OtaError> {
         self.state = OtaState::Error;
         Err(e.into())

@@ -584,6 +584,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         pipelines: &mut pipelines,
         clock: &turn_clock,
         profiler: Some(&mut profiler),
+        updates: None,
     };
     let mut last_answered = 0u32;
     loop {

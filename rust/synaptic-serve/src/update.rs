@@ -1,0 +1,195 @@
+//! CPU0's side of `MODEL_UPDATE` (ABI v3): CPU1 streams a model container
+//! through the exchange slots, step by step, into CPU0's model store, and
+//! the activation hot-swaps the model CPU0 serves ([`Server::replace`]).
+//!
+//! The serving layer drives the store through [`ModelUpdates`] (the
+//! `Runtime::updates` of the serving thread); `StoreUpdates` (feature
+//! `store`) is that over `synaptic-store`'s store and its over-the-air state machine
+//! (`Ota`, the reference's `syn_model_ota.h`), on any flash. The flash work
+//! of a step runs on the serving thread between scheduler steps:
+//! inferences wait for at most one chunk's erase and write.
+//!
+//! [`Server::replace`]: crate::Server::replace
+
+use heapless::String;
+use synaptic_abi::Errno;
+use synaptic_runtime::arena::TensorMeta;
+#[cfg(feature = "store")]
+use synaptic_runtime::arena::{DType, Shape};
+use synaptic_runtime::device::DeviceMask;
+use synaptic_runtime::registry::{ModelDesc, MAX_NAME_LEN};
+#[cfg(feature = "store")]
+use synaptic_store::ota::{Ota, OtaError};
+#[cfg(feature = "store")]
+use synaptic_store::{Flash, Located, Store, TensorShape};
+
+/// A model version the store has made active: what the serving layer
+/// registers for the hot swap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Activated {
+    /// The model's name.
+    pub name: String<MAX_NAME_LEN>,
+    /// The container's version.
+    pub version: u32,
+    /// Input tensor.
+    pub input: TensorMeta,
+    /// Output tensor.
+    pub output: TensorMeta,
+    /// Flash offset of the payload in the store's partition.
+    pub flash_offset: u32,
+    /// Payload bytes.
+    pub flash_size: u32,
+    /// CRC-32 of the payload.
+    pub crc32: u32,
+}
+
+impl Activated {
+    /// The version as the registry takes it: for the NPU, its image in
+    /// flash (the device loads it from there).
+    pub fn desc(&self) -> ModelDesc<'_> {
+        ModelDesc {
+            name: &self.name,
+            version: self.version,
+            input: self.input,
+            output: self.output,
+            flash_offset: self.flash_offset,
+            flash_size: self.flash_size,
+            sram_needed: 0,
+            crc32: self.crc32,
+            devices: DeviceMask::NPU,
+            image: &[],
+        }
+    }
+}
+
+/// CPU0's model store as `MODEL_UPDATE` drives it. Errors are the errno
+/// CPU1's reply carries.
+pub trait ModelUpdates {
+    /// Start an update of `name`, `total` container bytes.
+    fn begin(&mut self, name: &str, total: usize) -> Result<(), Errno>;
+    /// The container's bytes at `offset` (chunks in order).
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Errno>;
+    /// Every byte is in: verify the container from flash.
+    fn finish(&mut self) -> Result<(), Errno>;
+    /// The model [`activate`](Self::activate) would switch (a verified
+    /// update's), or [`rollback`](Self::rollback) with `back`.
+    fn target(&self, back: bool) -> Option<&str>;
+    /// Make the verified update the active version.
+    fn activate(&mut self) -> Result<Activated, Errno>;
+    /// Make the last activated model's previous version active again.
+    fn rollback(&mut self) -> Result<Activated, Errno>;
+}
+
+#[cfg(feature = "store")]
+/// The errno of an update step's failure on the wire.
+pub fn ota_errno(e: OtaError) -> Errno {
+    match e {
+        OtaError::State => Errno::Perm,
+        OtaError::TooLarge => Errno::TooBig,
+        OtaError::BadHeader | OtaError::Crc => Errno::BadMsg,
+        OtaError::Size => Errno::MsgSize,
+        OtaError::Name => Errno::Inval,
+        OtaError::Incomplete => Errno::Proto,
+        OtaError::NothingToRollBack => Errno::NoEnt,
+        OtaError::Store(_) => Errno::Io,
+    }
+}
+
+#[cfg(feature = "store")]
+/// A container's tensor as the runtime describes it (`.tflite` type
+/// codes: 9 int8, 3 uint8, 7 int16, 1 float16, 0 float32).
+fn meta(shape: &TensorShape) -> Result<TensorMeta, Errno> {
+    let dtype = match shape.dtype {
+        9 => DType::Int8,
+        3 => DType::UInt8,
+        7 => DType::Int16,
+        1 => DType::Float16,
+        0 => DType::Float32,
+        _ => return Err(Errno::NotSup),
+    };
+    let dims = shape
+        .dims
+        .get(..usize::from(shape.rank))
+        .ok_or(Errno::BadMsg)?;
+    let shape = Shape::new(dims).map_err(|_| Errno::BadMsg)?;
+    Ok(TensorMeta::new(dtype, shape))
+}
+
+#[cfg(feature = "store")]
+/// The active version of a container the store located.
+fn activated(located: &Located) -> Result<Activated, Errno> {
+    let h = &located.header;
+    Ok(Activated {
+        name: String::try_from(h.name()).map_err(|()| Errno::Inval)?,
+        version: h.version,
+        input: meta(&h.input)?,
+        output: meta(&h.output)?,
+        flash_offset: u32::try_from(located.payload_offset).map_err(|_| Errno::Range)?,
+        flash_size: h.payload_len,
+        crc32: h.payload_crc,
+    })
+}
+
+#[cfg(feature = "store")]
+/// [`ModelUpdates`] over a store and its update state machine.
+pub struct StoreUpdates<'s, F: Flash, const M: usize> {
+    store: &'s mut Store<F, M>,
+    ota: &'s mut Ota,
+}
+
+#[cfg(feature = "store")]
+impl<'s, F: Flash, const M: usize> StoreUpdates<'s, F, M> {
+    /// Updates of `store`, through `ota`.
+    pub fn new(store: &'s mut Store<F, M>, ota: &'s mut Ota) -> Self {
+        StoreUpdates { store, ota }
+    }
+
+    /// The model `name`'s active version, CRC checked.
+    fn active(&mut self, name: &str) -> Result<Activated, Errno> {
+        let located = self.store.active(name).map_err(|e| ota_errno(e.into()))?;
+        activated(&located)
+    }
+}
+
+#[cfg(feature = "store")]
+impl<F: Flash, const M: usize> ModelUpdates for StoreUpdates<'_, F, M> {
+    fn begin(&mut self, name: &str, total: usize) -> Result<(), Errno> {
+        self.ota.begin(self.store, name, total).map_err(ota_errno)
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Errno> {
+        // A chunk sent again (a retry after a lost reply) or one skipping
+        // ahead is out of order: the stream has no gaps.
+        if offset != self.ota.received() {
+            return Err(Errno::Proto);
+        }
+        self.ota.write_chunk(self.store, data).map_err(ota_errno)
+    }
+
+    fn finish(&mut self) -> Result<(), Errno> {
+        self.ota.finish(self.store).map(drop).map_err(ota_errno)
+    }
+
+    fn target(&self, back: bool) -> Option<&str> {
+        if back {
+            self.ota.last_activated()
+        } else {
+            self.ota.ready()
+        }
+    }
+
+    fn activate(&mut self) -> Result<Activated, Errno> {
+        let name: String<MAX_NAME_LEN> =
+            String::try_from(self.ota.ready().ok_or(Errno::Perm)?).map_err(|()| Errno::Inval)?;
+        self.ota.activate(self.store).map_err(ota_errno)?;
+        self.active(&name)
+    }
+
+    fn rollback(&mut self) -> Result<Activated, Errno> {
+        let name: String<MAX_NAME_LEN> =
+            String::try_from(self.ota.last_activated().ok_or(Errno::NoEnt)?)
+                .map_err(|()| Errno::Inval)?;
+        self.ota.rollback(self.store).map_err(ota_errno)?;
+        self.active(&name)
+    }
+}
