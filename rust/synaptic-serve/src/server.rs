@@ -318,7 +318,7 @@ pub struct Runtime<'e, 'a, Npu, C, const M: usize, const P: usize, const S: usiz
     pub profiler: Option<&'e mut Profiler>,
     /// The model store `MODEL_UPDATE` writes, if any (without one the
     /// request is refused with `-ENOTSUP`).
-    pub updates: Option<&'e mut (dyn ModelUpdates + 'static)>,
+    pub updates: Option<&'e mut (dyn ModelUpdates + 'a)>,
 }
 
 impl<Npu: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize, const J: usize>
