@@ -986,7 +986,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         // A served model whose previous swap still runs cannot take
         // another: refused before the store changes.
         if let Some(name) = updates.target(back) {
-            if let Some(e) = self.served_export(name, rt.registry) {
+            if let Some(e) = self.served_export(&name, rt.registry) {
                 if self.exports[e].retiring.is_some() {
                     return Err(ServeError::Update(Errno::Busy));
                 }

@@ -73,7 +73,7 @@ pub trait ModelUpdates {
     fn finish(&mut self) -> Result<(), Errno>;
     /// The model [`activate`](Self::activate) would switch (a verified
     /// update's), or [`rollback`](Self::rollback) with `back`.
-    fn target(&self, back: bool) -> Option<&str>;
+    fn target(&self, back: bool) -> Option<String<MAX_NAME_LEN>>;
     /// Make the verified update the active version.
     fn activate(&mut self) -> Result<Activated, Errno>;
     /// Make the last activated model's previous version active again.
@@ -170,25 +170,23 @@ impl<F: Flash, const M: usize> ModelUpdates for StoreUpdates<'_, F, M> {
         self.ota.finish(self.store).map(drop).map_err(ota_errno)
     }
 
-    fn target(&self, back: bool) -> Option<&str> {
-        if back {
+    fn target(&self, back: bool) -> Option<String<MAX_NAME_LEN>> {
+        let name = if back {
             self.ota.last_activated()
         } else {
             self.ota.ready()
-        }
+        };
+        name.and_then(|n| String::try_from(n).ok())
     }
 
     fn activate(&mut self) -> Result<Activated, Errno> {
-        let name: String<MAX_NAME_LEN> =
-            String::try_from(self.ota.ready().ok_or(Errno::Perm)?).map_err(|()| Errno::Inval)?;
+        let name = self.target(false).ok_or(Errno::Perm)?;
         self.ota.activate(self.store).map_err(ota_errno)?;
         self.active(&name)
     }
 
     fn rollback(&mut self) -> Result<Activated, Errno> {
-        let name: String<MAX_NAME_LEN> =
-            String::try_from(self.ota.last_activated().ok_or(Errno::NoEnt)?)
-                .map_err(|()| Errno::Inval)?;
+        let name = self.target(true).ok_or(Errno::NoEnt)?;
         self.ota.rollback(self.store).map_err(ota_errno)?;
         self.active(&name)
     }

@@ -576,6 +576,10 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     SERVING_UP.give();
     IDLE_TIMER.start(IDLE_MS, on_idle_timer);
 
+    // CPU1's model updates go to the store (feature `store`), which the
+    // shell's `syn ota` and the C API share.
+    #[cfg(feature = "store")]
+    let mut store_updates = crate::store::ota::ServiceUpdates;
     let mut rt = Runtime {
         scheduler: &mut scheduler,
         registry: &mut registry,
@@ -584,6 +588,9 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         pipelines: &mut pipelines,
         clock: &turn_clock,
         profiler: Some(&mut profiler),
+        #[cfg(feature = "store")]
+        updates: Some(&mut store_updates),
+        #[cfg(not(feature = "store"))]
         updates: None,
     };
     let mut last_answered = 0u32;

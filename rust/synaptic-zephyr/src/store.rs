@@ -105,6 +105,9 @@ impl Flash for ZephyrFlash {
 pub mod ota {
     use core::ffi::{c_char, CStr};
 
+    use synaptic_abi::Errno;
+    use synaptic_runtime::registry::MAX_NAME_LEN;
+    use synaptic_serve::update::{Activated, ModelUpdates, StoreUpdates};
     use synaptic_store::ota::{Ota, OtaError, OtaState};
     use synaptic_store::{Layout, ModelStatus, SlotState, Store};
     use zephyr::raw;
@@ -139,9 +142,9 @@ pub mod ota {
         -(code as i32)
     }
 
-    /// Run `f` on the store (opened on first use) and the update; -EIO
+    /// Run `f` on the store (opened on first use) and the update; `None`
     /// when the store cannot be opened.
-    fn with_store(f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> i32) -> i32 {
+    fn with_opened<T>(f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> T) -> Option<T> {
         let mut guard = UPDATES.lock();
         let u = &mut *guard;
         if u.store.is_none() {
@@ -151,14 +154,53 @@ pub mod ota {
                     Store::open(flash, layout)
                 })
                 .map(|(store, _)| store);
-            match opened {
-                Ok(store) => u.store = Some(store),
-                Err(_) => return -(raw::EIO as i32),
-            }
+            u.store = Some(opened.ok()?);
         }
-        match u.store.as_mut() {
-            Some(store) => f(store, &mut u.ota),
-            None => -(raw::EIO as i32),
+        let store = u.store.as_mut()?;
+        Some(f(store, &mut u.ota))
+    }
+
+    /// Run `f` on the store and the update; -EIO when the store cannot be
+    /// opened.
+    fn with_store(f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> i32) -> i32 {
+        with_opened(f).unwrap_or(-(raw::EIO as i32))
+    }
+
+    /// The store as the inference service's serving layer drives it for
+    /// CPU1's `MODEL_UPDATE` requests (`synaptic_serve::Runtime::updates`):
+    /// the same store and update state as the shell's `syn ota` and the C
+    /// API, under the same lock.
+    pub struct ServiceUpdates;
+
+    fn with_updates<T>(
+        f: impl FnOnce(&mut StoreUpdates<'_, ZephyrFlash, MODELS>) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        with_opened(|store, ota| f(&mut StoreUpdates::new(store, ota))).unwrap_or(Err(Errno::Io))
+    }
+
+    impl ModelUpdates for ServiceUpdates {
+        fn begin(&mut self, name: &str, total: usize) -> Result<(), Errno> {
+            with_updates(|u| u.begin(name, total))
+        }
+
+        fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Errno> {
+            with_updates(|u| u.write(offset, data))
+        }
+
+        fn finish(&mut self) -> Result<(), Errno> {
+            with_updates(|u| u.finish())
+        }
+
+        fn target(&self, back: bool) -> Option<heapless::String<MAX_NAME_LEN>> {
+            with_updates(|u| Ok(u.target(back))).ok().flatten()
+        }
+
+        fn activate(&mut self) -> Result<Activated, Errno> {
+            with_updates(|u| u.activate())
+        }
+
+        fn rollback(&mut self) -> Result<Activated, Errno> {
+            with_updates(|u| u.rollback())
         }
     }
 

@@ -5,7 +5,8 @@
 //! the MPU self test while CPU1 soaks (the fault fires, only the test
 //! thread dies, both cores keep serving), every `syn` shell command through
 //! Zephyr's dummy shell backend, CPU1's report (soak counts, `-EIO` from the
-//! failing NPU, `-ETIMEDOUT` and recovery, restart and rejoin), and the
+//! failing NPU, `-ETIMEDOUT` and recovery, restart and rejoin, a model
+//! update CPU1 streamed into the store while it kept inferring), and the
 //! verdict. Built without CPU1's image it checks single-core mode instead.
 //! Times are QEMU's emulated time.
 #![no_std]
@@ -239,6 +240,24 @@ fn run() -> Verdict {
         w(Word::RejoinErrors),
         w(Word::Discarded2)
     );
+    let update_status = errno(Word::UpdateStatus);
+    printkln!(
+        "service test: update streamed by CPU1 -> {} (version {} expected); {} inferences on it meanwhile, {} errors, {} back to version 1 after the new one, new version serving: {}",
+        update_status,
+        p::UPDATE_VERSION,
+        w(Word::UpdateServes),
+        w(Word::UpdateErrors),
+        w(Word::UpdateBack),
+        if w(Word::UpdateNew) == 1 { "yes" } else { "NO" }
+    );
+    let (rc, stored) = shell(c"syn store list", "kws");
+    let update_ok = update_status == p::UPDATE_VERSION as i32
+        && w(Word::UpdateServes) > 0
+        && w(Word::UpdateErrors) == 0
+        && w(Word::UpdateBack) == 0
+        && w(Word::UpdateNew) == 1
+        && rc == 0
+        && stored;
     service::print_status();
     let cpu1_ok = w(Word::SoakOk) == p::SOAK
         && w(Word::SoakWrong) == 0
@@ -254,6 +273,6 @@ fn run() -> Verdict {
         && w(Word::FloodServe) == 1
         && shell_answered
         && STATUS.violations() == 0;
-    verdict.pass = mpu_ok && shell_ok && cpu1_ok;
+    verdict.pass = mpu_ok && shell_ok && cpu1_ok && update_ok;
     verdict
 }

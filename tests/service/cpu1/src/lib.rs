@@ -13,7 +13,10 @@
 //! producer) and a restart of CPU1 in place.
 //! Second life: rejoin the live rings (CPU0 repairs its tail), handshake,
 //! 100 checked serves; the pre-restart reply must be dropped or discarded,
-//! never delivered.
+//! never delivered. Then a model update: one thread streams KWS version 2
+//! into CPU0's model store (`MODEL_UPDATE`) while another keeps inferring
+//! on KWS; CPU0 hot-swaps it, and no inference may fail or see version 1
+//! again once it has seen version 2.
 #![no_std]
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -125,6 +128,8 @@ extern "C" fn rust_main() {
     } else {
         report.set(Word::RejoinRttUs, pong.rtt_us);
         second_life(client, &report, models);
+        update(client, &report, models[1]);
+        report.set(Word::Done, p::DONE);
     }
 }
 
@@ -302,5 +307,58 @@ fn second_life(client: &ZephyrClient, report: &Report, models: [Model; 2]) {
     // sync and is dropped unread then (`stale`), else discarded after.
     let stats = client.stats();
     report.set(Word::Discarded2, stats.discarded.wrapping_add(stats.stale));
-    report.set(Word::Done, p::DONE);
+}
+
+/// Set once the update returned; the inferring thread then makes a few
+/// more and reports.
+static UPDATE_RETURNED: AtomicU32 = AtomicU32::new(0);
+/// `update_model`'s status, set with `UPDATE_RETURNED`.
+static UPDATE_STATUS: AtomicU32 = AtomicU32::new(0);
+/// Inferences made after the update returned.
+const AFTER_UPDATE: u32 = 5;
+
+/// Stream KWS version 2 (its container on this thread's stack).
+#[zephyr::thread(stack_size = 6144)]
+fn updater(client: &'static ZephyrClient) {
+    let mut container = [0u8; p::UPDATE_LEN];
+    let status = match p::kws_container(p::UPDATE_VERSION, &mut container) {
+        Ok(len) => ClientError::status(
+            client
+                .update_model(p::KWS, &container[..len], Timeout::Millis(5_000))
+                .map(|v| v as usize),
+        ),
+        Err(_) => -1,
+    };
+    UPDATE_STATUS.store(status as u32, Ordering::Relaxed);
+    UPDATE_RETURNED.store(1, Ordering::Release);
+}
+
+/// The update with inferences on KWS going on throughout; reports the
+/// `Update*` words.
+fn update(client: &'static ZephyrClient, report: &Report, kws: Model) {
+    updater(client).start();
+    let (mut serves, mut errors, mut back, mut new) = (0u32, 0u32, 0u32, false);
+    let mut after = 0;
+    let mut seq = 200_000;
+    while after < AFTER_UPDATE {
+        if UPDATE_RETURNED.load(Ordering::Acquire) == 1 {
+            after += 1;
+        }
+        match serve(client, kws, seq, false, false, TIMEOUT) {
+            // Version 1's output.
+            Ok(true) => {
+                back += u32::from(new);
+                new = false;
+            }
+            Ok(false) => new = true,
+            Err(_) => errors += 1,
+        }
+        serves += 1;
+        seq += 1;
+    }
+    report.set(Word::UpdateStatus, UPDATE_STATUS.load(Ordering::Relaxed));
+    report.set(Word::UpdateServes, serves);
+    report.set(Word::UpdateErrors, errors);
+    report.set(Word::UpdateBack, back);
+    report.set(Word::UpdateNew, u32::from(new));
 }

@@ -62,6 +62,46 @@ pub fn expected(handle: u32, input: &[u8], out: &mut [u8]) {
     synaptic_runtime::npu::stub_output(SEED, handle, input, out);
 }
 
+/// Bytes of the container CPU1 streams (header and payload).
+pub const UPDATE_LEN: usize = synaptic_store::HEADER_LEN + UPDATE_PAYLOAD;
+
+/// Write KWS version `version`'s container into `out` (its first
+/// [`UPDATE_LEN`] bytes): the store's header with KWS's shapes (int8
+/// 49x10 in, 12 out), then a deterministic payload (the stub NPU does not
+/// read it; a real device would load it from the store).
+///
+/// # Errors
+///
+/// Never for a buffer of [`UPDATE_LEN`] bytes or more.
+pub fn kws_container(version: u32, out: &mut [u8]) -> Result<usize, synaptic_store::StoreError> {
+    use synaptic_store::{Header, TensorShape, HEADER_LEN};
+    let int8 = |dims: &[u32]| {
+        let mut d = [1u32; 4];
+        d[..dims.len()].copy_from_slice(dims);
+        TensorShape {
+            dtype: 9,
+            rank: dims.len() as u8,
+            dims: d,
+        }
+    };
+    let out = out
+        .get_mut(..UPDATE_LEN)
+        .ok_or(synaptic_store::StoreError::TooLarge)?;
+    let (header, payload) = out.split_at_mut(HEADER_LEN);
+    for (i, b) in payload.iter_mut().enumerate() {
+        *b = (i as u32).wrapping_mul(7).wrapping_add(version) as u8;
+    }
+    let h = Header::new(
+        KWS,
+        version,
+        payload,
+        int8(&KWS_INPUT),
+        int8(&[KWS_OUTPUT as u32]),
+    )?;
+    header.copy_from_slice(&h.encode());
+    Ok(UPDATE_LEN)
+}
+
 /// Words of CPU1's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -101,12 +141,30 @@ pub enum Word {
     /// The inference a second CPU1 thread made during the flood: 1 when
     /// its output matched.
     FloodServe,
+    /// What `update_model` returned for KWS version [`UPDATE_VERSION`]
+    /// streamed by CPU1: the version made active, or a negative errno.
+    UpdateStatus,
+    /// Inferences on KWS another CPU1 thread made while the update went on
+    /// (and a few after).
+    UpdateServes,
+    /// Of those, the ones that failed.
+    UpdateErrors,
+    /// Times an output was version 1's again after one was not (must be 0:
+    /// a request runs on the version serving when it is accepted).
+    UpdateBack,
+    /// 1 when the last of those outputs was not version 1's (the new
+    /// version serves).
+    UpdateNew,
     /// Where CPU1 stopped early (0: it did not), see [`Stop`].
     Stopped,
 }
 
 /// Number of report words.
-pub const WORDS: usize = 18;
+pub const WORDS: usize = 23;
+/// The KWS version CPU1 streams to CPU0's model store.
+pub const UPDATE_VERSION: u32 = 2;
+/// Payload bytes of that container (one chunk through the frame slot).
+pub const UPDATE_PAYLOAD: usize = 4_000;
 /// How long CPU1 floods, emulated milliseconds.
 pub const FLOOD_MS: u32 = 300;
 /// The report's [`Word::Done`] value when CPU1 finished.
@@ -205,6 +263,22 @@ mod tests {
         // The ABI's 96 KB region has room past the exchange slots.
         let slots_end = synaptic_abi::region_size::<16>(synaptic_abi::SlotGeometry::DEFAULT);
         assert!(slots_end + 4 * WORDS <= 96 * 1024);
+    }
+
+    #[test]
+    fn the_update_container_is_what_the_store_accepts() {
+        let mut buf = std::vec![0u8; UPDATE_LEN];
+        assert_eq!(kws_container(UPDATE_VERSION, &mut buf), Ok(UPDATE_LEN));
+        let h = synaptic_store::Header::decode(&buf).expect("a valid header");
+        assert_eq!(
+            (h.name(), h.version, h.total_len()),
+            (KWS, UPDATE_VERSION, UPDATE_LEN)
+        );
+        assert_eq!(
+            h.payload_crc,
+            synaptic_store::crc32(&buf[synaptic_store::HEADER_LEN..])
+        );
+        assert!(kws_container(UPDATE_VERSION, &mut buf[..100]).is_err());
     }
 
     #[test]
