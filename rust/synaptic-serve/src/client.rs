@@ -858,30 +858,46 @@ where
         container: &[u8],
         timeout: Timeout,
     ) -> Result<u32, ClientError> {
+        self.update_model_with(name, container.len(), timeout, |offset, chunk| {
+            chunk.copy_from_slice(&container[offset..offset + chunk.len()]);
+        })
+    }
+
+    /// As [`update_model`](Self::update_model) for a container of `total`
+    /// bytes that `fill(offset, chunk)` writes chunk by chunk straight into
+    /// the slot (from flash, from a radio's buffer...): CPU1 never holds
+    /// the whole container in RAM.
+    ///
+    /// # Errors
+    ///
+    /// As [`update_model`](Self::update_model).
+    pub fn update_model_with(
+        &self,
+        name: &str,
+        total: usize,
+        timeout: Timeout,
+        mut fill: impl FnMut(usize, &mut [u8]),
+    ) -> Result<u32, ClientError> {
         let field = name_field(name)?;
-        let total = u32::try_from(container.len()).map_err(|_| ClientError::InvalidArgument)?;
+        let total32 = u32::try_from(total).map_err(|_| ClientError::InvalidArgument)?;
         if total == 0 {
             return Err(ClientError::InvalidArgument);
         }
         let mut due = Due::After(timeout);
-        self.update_step(&mut due, Some(&field), UPDATE_OP_BEGIN, total, &[])?;
+        self.update_step(&mut due, Some(&field), UPDATE_OP_BEGIN, total32, 0, |_| {})?;
         let largest = (0..self.region.slot_count())
             .filter_map(|k| self.region.slots().input_capacity(k))
             .max()
             .unwrap_or(0);
         let mut offset = 0;
-        while offset < container.len() {
-            let n = (container.len() - offset).min(largest);
-            self.update_step(
-                &mut due,
-                None,
-                UPDATE_OP_DATA,
-                offset as u32,
-                &container[offset..offset + n],
-            )?;
+        while offset < total {
+            let n = (total - offset).min(largest);
+            self.update_step(&mut due, None, UPDATE_OP_DATA, offset as u32, n, |chunk| {
+                fill(offset, chunk)
+            })?;
             offset += n;
         }
-        self.update_step(&mut due, None, UPDATE_OP_FINISH, 0, &[])?;
+        self.update_step(&mut due, None, UPDATE_OP_FINISH, 0, 0, |_| {})?;
         self.switch_step(&mut due, UPDATE_OP_ACTIVATE)
     }
 
@@ -902,7 +918,7 @@ where
     /// inferences) until `due`.
     fn switch_step(&self, due: &mut Due, op: u32) -> Result<u32, ClientError> {
         loop {
-            match self.update_step(due, None, op, 0, &[]) {
+            match self.update_step(due, None, op, 0, 0, |_| {}) {
                 Err(ClientError::Remote(Errno::Busy)) => {
                     let deadline = due.deadline(&self.clock);
                     if let Deadline::At(at) = deadline {
@@ -918,27 +934,29 @@ where
         }
     }
 
-    /// One `MODEL_UPDATE` step in a slot that holds `data` (the name in
-    /// its header when given); the reply's status.
+    /// One `MODEL_UPDATE` step in a slot whose first `len` input bytes
+    /// `fill` writes (the name in its header when given); the reply's
+    /// status.
     fn update_step(
         &self,
         due: &mut Due,
         name: Option<&[u8; MODEL_NAME_SIZE]>,
         op: u32,
         arg: u32,
-        data: &[u8],
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
     ) -> Result<u32, ClientError> {
-        let mut session = self.reserve_until(None, data.len(), due)?;
+        let mut session = self.reserve_until(None, len, due)?;
         let deadline = due.deadline(&self.clock);
-        session.infer_input()[..data.len()].copy_from_slice(data);
+        fill(&mut session.infer_input()[..len]);
         if let Some(field) = name {
             session.exchange.set_model_name(field);
         }
-        session.exchange.set_update(op, arg, data.len() as u32);
-        let payload_len = if data.is_empty() {
+        session.exchange.set_update(op, arg, len as u32);
+        let payload_len = if len == 0 {
             protocol::LOOKUP_PAYLOAD_LEN
         } else {
-            protocol::infer_payload_len(data.len(), session.exchange.input_capacity())
+            protocol::infer_payload_len(len, session.exchange.input_capacity())
                 .ok_or(ClientError::InvalidArgument)?
         };
         let now = self.clock.now_us();

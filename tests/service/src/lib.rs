@@ -123,7 +123,7 @@ fn run() -> Verdict {
     if boot.link == Link::Down(Down::ImageAbsent) {
         verdict.single_core = true;
         let (rc, down) = shell(c"syn ipc status", "link: DOWN (CPU1 image absent");
-        let (rc2, listed) = shell(c"syn model list", "2 models");
+        let (rc2, listed) = shell(c"syn model list", "3 models");
         verdict.pass = rc == 0 && down && rc2 == 0 && listed;
         return verdict;
     }
@@ -151,7 +151,7 @@ fn run() -> Verdict {
 
     let shell_ok = [
         shell(c"syn version", "synaptic "),
-        shell(c"syn model list", "2 models"),
+        shell(c"syn model list", "3 models"),
         shell(c"syn npu caps", "npu (stub)"),
         shell(c"syn mem stats", "arena: total"),
         shell(c"syn prof last", "last inference: total"),
@@ -242,15 +242,17 @@ fn run() -> Verdict {
     );
     let update_status = errno(Word::UpdateStatus);
     printkln!(
-        "service test: update streamed by CPU1 -> {} (version {} expected); {} inferences on it meanwhile, {} errors, {} back to version 1 after the new one, new version serving: {}",
+        "service test: update streamed by CPU1 -> {} (version {} expected): {} bytes (micro_speech.tflite) in {} ticks (emulated); {} inferences on it meanwhile, {} errors, {} back to version 1 after the new one, new version serving: {}",
         update_status,
         p::UPDATE_VERSION,
+        p::UPDATE_LEN,
+        w(Word::UpdateTicks),
         w(Word::UpdateServes),
         w(Word::UpdateErrors),
         w(Word::UpdateBack),
         if w(Word::UpdateNew) == 1 { "yes" } else { "NO" }
     );
-    let (rc, stored) = shell(c"syn store list", "kws");
+    let (rc, stored) = shell(c"syn store list", "speech: active v2");
     let update_ok = update_status == p::UPDATE_VERSION as i32
         && w(Word::UpdateServes) > 0
         && w(Word::UpdateErrors) == 0

@@ -13,10 +13,12 @@
 //! producer) and a restart of CPU1 in place.
 //! Second life: rejoin the live rings (CPU0 repairs its tail), handshake,
 //! 100 checked serves; the pre-restart reply must be dropped or discarded,
-//! never delivered. Then a model update: one thread streams KWS version 2
-//! into CPU0's model store (`MODEL_UPDATE`) while another keeps inferring
-//! on KWS; CPU0 hot-swaps it, and no inference may fail or see version 1
-//! again once it has seen version 2.
+//! never delivered. Then a model update: one thread streams the real
+//! micro-speech network (`models/micro_speech.tflite`, from CPU1's flash,
+//! chunk by chunk into the slots) as the speech model's version 2 into
+//! CPU0's model store (`MODEL_UPDATE`) while another keeps inferring on
+//! the speech model; CPU0 hot-swaps it, and no inference may fail or see
+//! version 1 again once it has seen version 2.
 #![no_std]
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -104,9 +106,10 @@ extern "C" fn rust_main() {
         report.set(Word::Stopped, at as u32);
         return;
     };
-    let (Ok(thumb), Ok(kws)) = (
+    let (Ok(thumb), Ok(kws), Ok(speech)) = (
         client.model_lookup(p::THUMB, TIMEOUT),
         client.model_lookup(p::KWS, TIMEOUT),
+        client.model_lookup(p::SPEECH, TIMEOUT),
     ) else {
         report.set(Word::Stopped, Stop::Lookup as u32);
         return;
@@ -128,7 +131,12 @@ extern "C" fn rust_main() {
     } else {
         report.set(Word::RejoinRttUs, pong.rtt_us);
         second_life(client, &report, models);
-        update(client, &report, models[1]);
+        let speech = Model {
+            handle: speech,
+            input: p::SPEECH_LEN,
+            output: p::SPEECH_OUTPUT,
+        };
+        update(client, &report, speech);
         report.set(Word::Done, p::DONE);
     }
 }
@@ -314,28 +322,42 @@ fn second_life(client: &ZephyrClient, report: &Report, models: [Model; 2]) {
 static UPDATE_RETURNED: AtomicU32 = AtomicU32::new(0);
 /// `update_model`'s status, set with `UPDATE_RETURNED`.
 static UPDATE_STATUS: AtomicU32 = AtomicU32::new(0);
+/// The update's ticks, set with `UPDATE_RETURNED`.
+static UPDATE_TICKS: AtomicU32 = AtomicU32::new(0);
+
+fn ticks() -> u32 {
+    // SAFETY: reading the cycle counter has no preconditions.
+    unsafe { zephyr::raw::k_cycle_get_32() }
+}
 /// Inferences made after the update returned.
 const AFTER_UPDATE: u32 = 5;
 
-/// Stream KWS version 2 (its container on this thread's stack).
-#[zephyr::thread(stack_size = 6144)]
+/// Stream the speech model's version 2: the container's header, then the
+/// network from flash, written chunk by chunk into the slots.
+#[zephyr::thread(stack_size = 2048)]
 fn updater(client: &'static ZephyrClient) {
-    let mut container = [0u8; p::UPDATE_LEN];
-    let status = match p::kws_container(p::UPDATE_VERSION, &mut container) {
-        Ok(len) => ClientError::status(
+    let start = ticks();
+    let status = match p::speech_header(p::UPDATE_VERSION) {
+        Ok(header) => ClientError::status(
             client
-                .update_model(p::KWS, &container[..len], Timeout::Millis(5_000))
+                .update_model_with(
+                    p::SPEECH,
+                    p::UPDATE_LEN,
+                    Timeout::Millis(10_000),
+                    |offset, chunk| p::container_chunk(&header, offset, chunk),
+                )
                 .map(|v| v as usize),
         ),
         Err(_) => -1,
     };
+    UPDATE_TICKS.store(ticks().wrapping_sub(start), Ordering::Relaxed);
     UPDATE_STATUS.store(status as u32, Ordering::Relaxed);
     UPDATE_RETURNED.store(1, Ordering::Release);
 }
 
-/// The update with inferences on KWS going on throughout; reports the
-/// `Update*` words.
-fn update(client: &'static ZephyrClient, report: &Report, kws: Model) {
+/// The update with inferences on the speech model going on throughout;
+/// reports the `Update*` words.
+fn update(client: &'static ZephyrClient, report: &Report, speech: Model) {
     updater(client).start();
     let (mut serves, mut errors, mut back, mut new) = (0u32, 0u32, 0u32, false);
     let mut after = 0;
@@ -344,7 +366,7 @@ fn update(client: &'static ZephyrClient, report: &Report, kws: Model) {
         if UPDATE_RETURNED.load(Ordering::Acquire) == 1 {
             after += 1;
         }
-        match serve(client, kws, seq, false, false, TIMEOUT) {
+        match serve(client, speech, seq, false, false, TIMEOUT) {
             // Version 1's output.
             Ok(true) => {
                 back += u32::from(new);
@@ -361,4 +383,5 @@ fn update(client: &'static ZephyrClient, report: &Report, kws: Model) {
     report.set(Word::UpdateErrors, errors);
     report.set(Word::UpdateBack, back);
     report.set(Word::UpdateNew, u32::from(new));
+    report.set(Word::UpdateTicks, UPDATE_TICKS.load(Ordering::Relaxed));
 }

@@ -41,15 +41,17 @@ pub const THUMB_LEN: usize = 24 * 24 * 3;
 /// Input bytes of the keyword-spotting model.
 pub const KWS_LEN: usize = 49 * 10;
 
-/// The two models as CPU0 registers them.
+/// The three models as CPU0 registers them (the speech model's version 1
+/// has no image: the stub NPU serves it).
 ///
 /// # Errors
 ///
 /// Never for the shapes above.
-pub fn descs() -> Result<[ModelDesc<'static>; 2], synaptic_runtime::arena::ArenaError> {
+pub fn descs() -> Result<[ModelDesc<'static>; 3], synaptic_runtime::arena::ArenaError> {
     Ok([
         ModelDesc::int8(THUMB, &THUMB_INPUT, THUMB_OUTPUT)?,
         ModelDesc::int8(KWS, &KWS_INPUT, KWS_OUTPUT)?,
+        ModelDesc::int8(SPEECH, &SPEECH_INPUT, SPEECH_OUTPUT)?,
     ])
 }
 
@@ -62,19 +64,33 @@ pub fn expected(handle: u32, input: &[u8], out: &mut [u8]) {
     synaptic_runtime::npu::stub_output(SEED, handle, input, out);
 }
 
-/// Bytes of the container CPU1 streams (header and payload).
-pub const UPDATE_LEN: usize = synaptic_store::HEADER_LEN + UPDATE_PAYLOAD;
+/// The model CPU1 updates: TFLite Micro's micro-speech keyword spotter
+/// (`models/micro_speech.tflite`), served as version 1 (by the stub NPU)
+/// before CPU1 streams the real network as version [`UPDATE_VERSION`].
+pub const SPEECH: &str = "speech";
+/// Its input shape (int8 `[1, 1960]`: 49 frames x 40 features).
+pub const SPEECH_INPUT: [u32; 2] = [1, 1960];
+/// Its output shape (int8 `[1, 4]`: silence, unknown, yes, no).
+pub const SPEECH_OUTPUT_SHAPE: [u32; 2] = [1, 4];
+/// Input bytes of the speech model.
+pub const SPEECH_LEN: usize = 1960;
+/// Output bytes of the speech model.
+pub const SPEECH_OUTPUT: usize = 4;
+/// The network CPU1 streams (in CPU1's flash).
+pub static MICRO_SPEECH: &[u8] = include_bytes!("../../../../models/micro_speech.tflite");
+/// Bytes of the container CPU1 streams: the store's header, the network.
+pub const UPDATE_LEN: usize = synaptic_store::HEADER_LEN + MICRO_SPEECH.len();
 
-/// Write KWS version `version`'s container into `out` (its first
-/// [`UPDATE_LEN`] bytes): the store's header with KWS's shapes (int8
-/// 49x10 in, 12 out), then a deterministic payload (the stub NPU does not
-/// read it; a real device would load it from the store).
+/// The header of the speech model's container, version `version`: what
+/// `synaptic-pack pack` writes for `models/micro_speech.tflite`.
 ///
 /// # Errors
 ///
-/// Never for a buffer of [`UPDATE_LEN`] bytes or more.
-pub fn kws_container(version: u32, out: &mut [u8]) -> Result<usize, synaptic_store::StoreError> {
-    use synaptic_store::{Header, TensorShape, HEADER_LEN};
+/// Never for the constants above.
+pub fn speech_header(
+    version: u32,
+) -> Result<[u8; synaptic_store::HEADER_LEN], synaptic_store::StoreError> {
+    use synaptic_store::{Header, TensorShape};
     let int8 = |dims: &[u32]| {
         let mut d = [1u32; 4];
         d[..dims.len()].copy_from_slice(dims);
@@ -84,22 +100,26 @@ pub fn kws_container(version: u32, out: &mut [u8]) -> Result<usize, synaptic_sto
             dims: d,
         }
     };
-    let out = out
-        .get_mut(..UPDATE_LEN)
-        .ok_or(synaptic_store::StoreError::TooLarge)?;
-    let (header, payload) = out.split_at_mut(HEADER_LEN);
-    for (i, b) in payload.iter_mut().enumerate() {
-        *b = (i as u32).wrapping_mul(7).wrapping_add(version) as u8;
-    }
     let h = Header::new(
-        KWS,
+        SPEECH,
         version,
-        payload,
-        int8(&KWS_INPUT),
-        int8(&[KWS_OUTPUT as u32]),
+        MICRO_SPEECH,
+        int8(&SPEECH_INPUT),
+        int8(&SPEECH_OUTPUT_SHAPE),
     )?;
-    header.copy_from_slice(&h.encode());
-    Ok(UPDATE_LEN)
+    Ok(h.encode())
+}
+
+/// The container's bytes at `offset` into `chunk`: `header`, then the
+/// network (from flash: no copy of the container in RAM).
+pub fn container_chunk(header: &[u8], offset: usize, chunk: &mut [u8]) {
+    for (k, b) in chunk.iter_mut().enumerate() {
+        let at = offset + k;
+        *b = match at.checked_sub(header.len()) {
+            None => header[at],
+            Some(i) => MICRO_SPEECH.get(i).copied().unwrap_or(0),
+        };
+    }
 }
 
 /// Words of CPU1's report.
@@ -141,11 +161,12 @@ pub enum Word {
     /// The inference a second CPU1 thread made during the flood: 1 when
     /// its output matched.
     FloodServe,
-    /// What `update_model` returned for KWS version [`UPDATE_VERSION`]
-    /// streamed by CPU1: the version made active, or a negative errno.
+    /// What `update_model` returned for the speech model's version
+    /// [`UPDATE_VERSION`] streamed by CPU1: the version made active, or a
+    /// negative errno.
     UpdateStatus,
-    /// Inferences on KWS another CPU1 thread made while the update went on
-    /// (and a few after).
+    /// Inferences on the speech model another CPU1 thread made while the
+    /// update went on (and a few after).
     UpdateServes,
     /// Of those, the ones that failed.
     UpdateErrors,
@@ -155,16 +176,17 @@ pub enum Word {
     /// 1 when the last of those outputs was not version 1's (the new
     /// version serves).
     UpdateNew,
+    /// The update's `k_cycle_get_32` ticks on CPU1, begin to activation
+    /// (emulated).
+    UpdateTicks,
     /// Where CPU1 stopped early (0: it did not), see [`Stop`].
     Stopped,
 }
 
 /// Number of report words.
-pub const WORDS: usize = 23;
-/// The KWS version CPU1 streams to CPU0's model store.
+pub const WORDS: usize = 24;
+/// The speech model's version CPU1 streams to CPU0's model store.
 pub const UPDATE_VERSION: u32 = 2;
-/// Payload bytes of that container (one chunk through the frame slot).
-pub const UPDATE_PAYLOAD: usize = 4_000;
 /// How long CPU1 floods, emulated milliseconds.
 pub const FLOOD_MS: u32 = 300;
 /// The report's [`Word::Done`] value when CPU1 finished.
@@ -266,19 +288,20 @@ mod tests {
     }
 
     #[test]
-    fn the_update_container_is_what_the_store_accepts() {
-        let mut buf = std::vec![0u8; UPDATE_LEN];
-        assert_eq!(kws_container(UPDATE_VERSION, &mut buf), Ok(UPDATE_LEN));
-        let h = synaptic_store::Header::decode(&buf).expect("a valid header");
+    fn the_update_container_is_what_synaptic_pack_writes() {
+        let header = speech_header(UPDATE_VERSION).expect("a header");
+        let mut ours = std::vec![0u8; UPDATE_LEN];
+        // In chunks, as the client asks for them.
+        for (k, chunk) in ours.chunks_mut(1000).enumerate() {
+            container_chunk(&header, k * 1000, chunk);
+        }
+        let packed = synaptic_pack::pack(MICRO_SPEECH, SPEECH, UPDATE_VERSION).expect("packs");
+        assert_eq!(ours, packed);
+        let [_, _, speech] = descs().expect("descs");
         assert_eq!(
-            (h.name(), h.version, h.total_len()),
-            (KWS, UPDATE_VERSION, UPDATE_LEN)
+            (speech.input.byte_len(), speech.output.byte_len()),
+            (SPEECH_LEN, SPEECH_OUTPUT)
         );
-        assert_eq!(
-            h.payload_crc,
-            synaptic_store::crc32(&buf[synaptic_store::HEADER_LEN..])
-        );
-        assert!(kws_container(UPDATE_VERSION, &mut buf[..100]).is_err());
     }
 
     #[test]
@@ -297,7 +320,7 @@ mod tests {
             fill(seq, &mut a);
             assert_ne!(a[0], synaptic_runtime::npu::FAIL_MARKER);
         }
-        let [thumb, kws] = descs().expect("descs");
+        let [thumb, kws, _] = descs().expect("descs");
         assert_eq!(
             (thumb.input.byte_len(), kws.input.byte_len()),
             (THUMB_LEN, KWS_LEN)
