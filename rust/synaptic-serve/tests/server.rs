@@ -1457,19 +1457,16 @@ mod update {
     /// The small slot updates go through (4,096-byte chunks).
     const SLOT: usize = 1;
 
-    fn int8(dims: &[u32]) -> TensorShape {
-        let mut d = [1u32; 4];
-        d[..dims.len()].copy_from_slice(dims);
-        TensorShape {
-            dtype: 9,
-            rank: dims.len() as u8,
-            dims: d,
-        }
-    }
-
     /// A KWS-shaped container: header, then `payload`.
     fn container(version: u32, payload: &[u8]) -> Vec<u8> {
-        let header = Header::new("kws", version, payload, int8(&[49, 10]), int8(&[12])).unwrap();
+        let header = Header::new(
+            "kws",
+            version,
+            payload,
+            TensorShape::int8(&[49, 10]),
+            TensorShape::int8(&[12]),
+        )
+        .unwrap();
         [header.encode().as_slice(), payload].concat()
     }
 

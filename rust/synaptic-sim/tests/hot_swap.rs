@@ -8,10 +8,34 @@ use std::time::Duration;
 
 use synaptic_abi::Errno;
 use synaptic_ipc::Timeout;
+use synaptic_runtime::registry::ModelHandle;
 use synaptic_serve::ClientError;
-use synaptic_sim::{run, Cpu0Config, KWS};
+use synaptic_sim::{run, Cpu0Config, Cpu1, KWS};
 
 const LONG: Timeout = Timeout::Millis(30_000);
+
+/// CPU1 thread `t`'s inferences on KWS until `enough(version, k)` after
+/// its `k`th: the index in `handles()` of the version each ran on.
+fn infer_versions(
+    cpu1: &Cpu1<'_, '_>,
+    kws: ModelHandle,
+    t: u32,
+    handles: impl Fn() -> Vec<ModelHandle>,
+    enough: impl Fn(usize, u32) -> bool,
+) -> Vec<usize> {
+    let mut versions = Vec::new();
+    for k in 0..100_000 {
+        let version = cpu1
+            .infer_version(&KWS, kws, t * 100_000 + k, LONG, &handles)
+            .unwrap_or_else(|e| panic!("thread {t} serve {k}: {e:?}"))
+            .unwrap_or_else(|| panic!("thread {t} serve {k}: no version's output"));
+        versions.push(version);
+        if enough(version, k) {
+            return versions;
+        }
+    }
+    panic!("thread {t} never finished")
+}
 
 #[test]
 fn cpu1_threads_keep_inferring_through_twenty_hot_swaps_and_none_fails() {
@@ -32,21 +56,9 @@ fn cpu1_threads_keep_inferring_through_twenty_hot_swaps_and_none_fails() {
                 let callers: Vec<_> = (0..THREADS)
                     .map(|t| {
                         s.spawn(move || {
-                            let mut versions = Vec::new();
-                            for k in 0..100_000 {
-                                let seq = t * 100_000 + k;
-                                let version = cpu1
-                                    .infer_version(&KWS, kws, seq, LONG, handles)
-                                    .unwrap_or_else(|e| panic!("thread {t} serve {k}: {e:?}"))
-                                    .unwrap_or_else(|| {
-                                        panic!("thread {t} serve {k}: no version's output")
-                                    });
-                                versions.push(version);
-                                if version == SWAPS as usize && k >= 50 {
-                                    return versions;
-                                }
-                            }
-                            panic!("thread {t} never saw the last version")
+                            infer_versions(cpu1, kws, t, handles, |version, k| {
+                                version == SWAPS as usize && k >= 50
+                            })
                         })
                     })
                     .collect();
@@ -96,17 +108,15 @@ fn cpu1_threads_keep_inferring_through_twenty_hot_swaps_and_none_fails() {
 /// A KWS container (int8 49x10 in, 12 out) of `len` payload bytes.
 fn kws_container(version: u32, len: usize) -> Vec<u8> {
     use synaptic_store::{Header, TensorShape};
-    let int8 = |dims: &[u32]| {
-        let mut d = [1u32; 4];
-        d[..dims.len()].copy_from_slice(dims);
-        TensorShape {
-            dtype: 9,
-            rank: dims.len() as u8,
-            dims: d,
-        }
-    };
     let payload: Vec<u8> = (0..len).map(|i| (i as u32 * 7 + version) as u8).collect();
-    let header = Header::new("kws", version, &payload, int8(&[49, 10]), int8(&[12])).unwrap();
+    let header = Header::new(
+        "kws",
+        version,
+        &payload,
+        TensorShape::int8(&[49, 10]),
+        TensorShape::int8(&[12]),
+    )
+    .unwrap();
     [header.encode().as_slice(), &payload].concat()
 }
 
@@ -130,21 +140,9 @@ fn cpu1_streams_updates_and_a_rollback_while_three_threads_keep_inferring() {
                     .map(|t| {
                         let done = &done;
                         s.spawn(move || {
-                            let mut versions = Vec::new();
-                            for k in 0..100_000 {
-                                let seq = t * 100_000 + k;
-                                let version = cpu1
-                                    .infer_version(&KWS, kws, seq, LONG, handles)
-                                    .unwrap_or_else(|e| panic!("thread {t} serve {k}: {e:?}"))
-                                    .unwrap_or_else(|| {
-                                        panic!("thread {t} serve {k}: no version's output")
-                                    });
-                                versions.push(version);
-                                if done.load(std::sync::atomic::Ordering::SeqCst) {
-                                    break;
-                                }
-                            }
-                            versions
+                            infer_versions(cpu1, kws, t, handles, |_, _| {
+                                done.load(std::sync::atomic::Ordering::SeqCst)
+                            })
                         })
                     })
                     .collect();

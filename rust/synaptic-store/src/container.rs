@@ -40,6 +40,20 @@ pub struct TensorShape {
     pub dims: [u32; 4],
 }
 
+impl TensorShape {
+    /// An int8 tensor of shape `dims` (at most 4 used; the rest 1).
+    pub fn int8(dims: &[u32]) -> TensorShape {
+        let rank = dims.len().min(4);
+        let mut d = [1u32; 4];
+        d[..rank].copy_from_slice(&dims[..rank]);
+        TensorShape {
+            dtype: 9,
+            rank: rank as u8,
+            dims: d,
+        }
+    }
+}
+
 /// A container header, decoded and checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {

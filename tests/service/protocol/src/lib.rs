@@ -91,21 +91,12 @@ pub fn speech_header(
     version: u32,
 ) -> Result<[u8; synaptic_store::HEADER_LEN], synaptic_store::StoreError> {
     use synaptic_store::{Header, TensorShape};
-    let int8 = |dims: &[u32]| {
-        let mut d = [1u32; 4];
-        d[..dims.len()].copy_from_slice(dims);
-        TensorShape {
-            dtype: 9,
-            rank: dims.len() as u8,
-            dims: d,
-        }
-    };
     let h = Header::new(
         SPEECH,
         version,
         MICRO_SPEECH,
-        int8(&SPEECH_INPUT),
-        int8(&SPEECH_OUTPUT_SHAPE),
+        TensorShape::int8(&SPEECH_INPUT),
+        TensorShape::int8(&SPEECH_OUTPUT_SHAPE),
     )?;
     Ok(h.encode())
 }
