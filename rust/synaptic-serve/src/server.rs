@@ -1012,6 +1012,52 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         Ok(activated.version as i32)
     }
 
+    /// Serve the store's active version of every exported model whose
+    /// store version differs from the one served (an activation or a
+    /// rollback made outside `MODEL_UPDATE`: the shell's `syn ota`, the C
+    /// API), hot-swapping each ([`replace`](Self::replace)). Models the
+    /// store does not hold keep theirs. Returns the models swapped.
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::Busy`] while a model that needs a swap still has its
+    /// previous swap's old version running (call again later; the others
+    /// were swapped); the first other swap's error.
+    pub fn follow_store<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+        &mut self,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+    ) -> Result<usize, ServeError>
+    where
+        Npu: NpuDevice,
+    {
+        let Some(updates) = rt.updates.take() else {
+            return Ok(0);
+        };
+        let (mut swapped, mut result) = (0, Ok(()));
+        for k in 0..self.exports.len() {
+            let Export { model, serving, .. } = self.exports[k];
+            let Ok(info) = rt.registry.info(serving) else {
+                continue;
+            };
+            let Ok(active) = updates.active(info.name.as_str()) else {
+                continue;
+            };
+            if (active.version, active.crc32) == (info.version, info.crc32) {
+                continue;
+            }
+            match self.replace(model, &active.desc(), rt) {
+                Ok(_) => swapped += 1,
+                Err(e) => {
+                    if result.is_ok() || e == ServeError::Busy {
+                        result = Err(e);
+                    }
+                }
+            }
+        }
+        rt.updates = Some(updates);
+        result.map(|()| swapped)
+    }
+
     /// The export serving the model called `name`.
     fn served_export<const M: usize>(&self, name: &str, registry: &Registry<M>) -> Option<usize> {
         self.exports.iter().position(|e| {

@@ -78,6 +78,9 @@ pub trait ModelUpdates {
     fn activate(&mut self) -> Result<Activated, Errno>;
     /// Make the last activated model's previous version active again.
     fn rollback(&mut self) -> Result<Activated, Errno>;
+    /// The active version of the model called `name` (`-ENOENT` when the
+    /// store has none), whoever activated it.
+    fn active(&mut self, name: &str) -> Result<Activated, Errno>;
 }
 
 #[cfg(feature = "store")]
@@ -143,12 +146,6 @@ impl<'s, F: Flash, const M: usize> StoreUpdates<'s, F, M> {
     pub fn new(store: &'s mut Store<F, M>, ota: &'s mut Ota) -> Self {
         StoreUpdates { store, ota }
     }
-
-    /// The model `name`'s active version, CRC checked.
-    fn active(&mut self, name: &str) -> Result<Activated, Errno> {
-        let located = self.store.active(name).map_err(|e| ota_errno(e.into()))?;
-        activated(&located)
-    }
 }
 
 #[cfg(feature = "store")]
@@ -189,5 +186,11 @@ impl<F: Flash, const M: usize> ModelUpdates for StoreUpdates<'_, F, M> {
         let name = self.target(true).ok_or(Errno::NoEnt)?;
         self.ota.rollback(self.store).map_err(ota_errno)?;
         self.active(&name)
+    }
+
+    /// The model's active version, its CRC checked from flash.
+    fn active(&mut self, name: &str) -> Result<Activated, Errno> {
+        let located = self.store.active(name).map_err(|e| ota_errno(e.into()))?;
+        activated(&located)
     }
 }

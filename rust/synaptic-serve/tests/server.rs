@@ -1670,4 +1670,41 @@ mod update {
             assert_eq!(h.step(43, UPDATE_OP_ACTIVATE, 0, &[], None), 3);
         });
     }
+
+    /// Version `version` straight into the store, as the shell or the C
+    /// API puts it there (no `MODEL_UPDATE`).
+    fn activate_outside(h: &mut H<'_, '_>, version: u32) {
+        let bytes = container(version, &payload(version, 300));
+        let store = h.rt.updates.as_deref_mut().expect("a store");
+        store.begin("kws", bytes.len()).unwrap();
+        store.write(0, &bytes).unwrap();
+        store.finish().unwrap();
+        assert_eq!(store.activate().unwrap().version, version);
+    }
+
+    #[test]
+    fn an_activation_outside_model_update_is_served_once_the_server_follows_the_store() {
+        with_store(|h| {
+            activate_outside(h, 2);
+            assert_eq!(h.rt.registry.find("kws"), Ok(h.kws), "not served yet");
+            assert_eq!(h.server.follow_store(&mut h.rt), Ok(1));
+            let v2 = h.rt.registry.find("kws").unwrap();
+            assert_eq!(h.rt.registry.info(v2).unwrap().version, 2);
+            assert_eq!(h.server.follow_store(&mut h.rt), Ok(0), "nothing new");
+            // Version 3 while a request runs on version 2, then version 4
+            // while version 2 still runs: that one waits.
+            h.stage(h.kws.raw(), KWS_IN as u32, 9);
+            let want = h.expected(v2, KWS_IN, KWS_OUT);
+            h.handle(h.infer_msg(60, Priority::Normal, KWS_IN));
+            activate_outside(h, 3);
+            assert_eq!(h.server.follow_store(&mut h.rt), Ok(1));
+            activate_outside(h, 4);
+            assert_eq!(h.server.follow_store(&mut h.rt), Err(ServeError::Busy));
+            assert_eq!(h.finish().status, KWS_OUT as i32);
+            assert_eq!(h.output(KWS_OUT), want, "finished on version 2");
+            assert_eq!(h.server.follow_store(&mut h.rt), Ok(1));
+            let served = h.rt.registry.find("kws").unwrap();
+            assert_eq!(h.rt.registry.info(served).unwrap().version, 4);
+        });
+    }
 }

@@ -272,6 +272,25 @@ fn on_doorbell() {
     }
 }
 
+/// Set when the model store's active versions changed outside CPU1's
+/// `MODEL_UPDATE` (the shell's `syn ota`, the C API): the serving thread
+/// then serves them ([`Server::follow_store`]).
+static STORE_CHANGED: AtomicBool = AtomicBool::new(false);
+/// Models the serving thread hot-swapped to follow the store.
+static STORE_SWAPS: AtomicU32 = AtomicU32::new(0);
+
+/// The model store's active versions changed: the serving thread serves
+/// them from its next turn (woken now).
+pub fn store_changed() {
+    STORE_CHANGED.store(true, Ordering::Release);
+    INBOX.wake();
+}
+
+/// Models the service hot-swapped after [`store_changed`].
+pub fn store_swaps() -> u32 {
+    STORE_SWAPS.load(Ordering::Acquire)
+}
+
 /// Set by the doorbell ISR when it stops taking the doorbell (a flood),
 /// cleared by the serving thread when a batch finds the ring short.
 static FLOODED: AtomicBool = AtomicBool::new(false);
@@ -609,6 +628,19 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             if let Some(p) = Policy::ALL.get(p) {
                 rt.scheduler.set_policy(*p);
                 SNAPSHOT.lock().policy = rt.scheduler.policy();
+            }
+        }
+        // The store changed under us: serve its active versions (again
+        // next turn while a previous swap's old version still runs).
+        if STORE_CHANGED.swap(false, Ordering::Acquire) {
+            match server.follow_store(&mut rt) {
+                Ok(n) => {
+                    STORE_SWAPS.fetch_add(n as u32, Ordering::Release);
+                }
+                Err(synaptic_serve::ServeError::Busy) => {
+                    STORE_CHANGED.store(true, Ordering::Relaxed);
+                }
+                Err(_) => {}
             }
         }
         // A flood: the serving thread drains, and must not wait for a

@@ -202,6 +202,10 @@ pub mod ota {
         fn rollback(&mut self) -> Result<Activated, Errno> {
             with_updates(|u| u.rollback())
         }
+
+        fn active(&mut self, name: &str) -> Result<Activated, Errno> {
+            with_updates(|u| u.active(name))
+        }
     }
 
     /// Run an update step `f`: 0 or its negative errno.
@@ -349,16 +353,27 @@ pub mod ota {
         with(|store, ota| ota.finish(store))
     }
 
-    /// `syn_ota_activate`.
+    /// `syn_ota_activate`. A running inference service serves the new
+    /// version from its next turn (hot swap).
     #[no_mangle]
     pub extern "C" fn syn_ota_activate() -> i32 {
-        with(|store, ota| ota.activate(store))
+        switched(with(|store, ota| ota.activate(store)))
     }
 
-    /// `syn_ota_rollback`.
+    /// `syn_ota_rollback`. A running inference service serves the
+    /// previous version from its next turn (hot swap).
     #[no_mangle]
     pub extern "C" fn syn_ota_rollback() -> i32 {
-        with(|store, ota| ota.rollback(store))
+        switched(with(|store, ota| ota.rollback(store)))
+    }
+
+    /// Tell the inference service the store's active versions changed
+    /// (when `status` says they did).
+    fn switched(status: i32) -> i32 {
+        if status == 0 {
+            crate::service::store_changed();
+        }
+        status
     }
 
     /// `syn_ota_get_state` (`syn_ota_state_t`: the [`OtaState`] order).

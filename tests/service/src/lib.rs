@@ -68,6 +68,48 @@ fn shell(cmd: &CStr, expect: &str) -> (c_int, bool) {
     (rc, text.contains(expect))
 }
 
+/// Version 3 of the speech model through `syn_model_ota.h` (as the shell's
+/// `syn ota` does): the service must follow the store and hot-swap it.
+fn update_through_c_api() -> bool {
+    use synaptic_zephyr::store::ota;
+    let Ok(header) = p::speech_header(3) else {
+        return false;
+    };
+    let mut chunk = [0u8; 1024];
+    // SAFETY: a NUL-terminated name.
+    let mut rc = unsafe { ota::syn_ota_begin(c"speech".as_ptr(), p::UPDATE_LEN) };
+    let mut offset = 0;
+    while rc == 0 && offset < p::UPDATE_LEN {
+        let n = chunk.len().min(p::UPDATE_LEN - offset);
+        p::container_chunk(&header, offset, &mut chunk[..n]);
+        // SAFETY: `chunk` holds `n` valid bytes.
+        rc = unsafe { ota::syn_ota_write_chunk(chunk.as_ptr(), n) };
+        offset += n;
+    }
+    if rc == 0 {
+        rc = ota::syn_ota_finish();
+    }
+    let swaps = service::store_swaps();
+    if rc == 0 {
+        rc = ota::syn_ota_activate();
+    }
+    let start = now();
+    while rc == 0 && service::store_swaps() == swaps {
+        if now() - start > Duration::millis_at_least(1000) {
+            break;
+        }
+        sleep(Duration::millis_at_least(1));
+    }
+    let followed = service::store_swaps() - swaps;
+    let (list_rc, listed) = shell(c"syn store list", "speech: active v3, previous v2");
+    printkln!(
+        "service test: version 3 through the C API -> {}; the service followed the store: {} model swapped",
+        rc,
+        followed
+    );
+    rc == 0 && followed == 1 && list_rc == 0 && listed
+}
+
 #[no_mangle]
 extern "C" fn rust_main() {
     let verdict = run();
@@ -253,13 +295,15 @@ fn run() -> Verdict {
         if w(Word::UpdateNew) == 1 { "yes" } else { "NO" }
     );
     let (rc, stored) = shell(c"syn store list", "speech: active v2");
+    let follow_ok = update_through_c_api();
     let update_ok = update_status == p::UPDATE_VERSION as i32
         && w(Word::UpdateServes) > 0
         && w(Word::UpdateErrors) == 0
         && w(Word::UpdateBack) == 0
         && w(Word::UpdateNew) == 1
         && rc == 0
-        && stored;
+        && stored
+        && follow_ok;
     service::print_status();
     let cpu1_ok = w(Word::SoakOk) == p::SOAK
         && w(Word::SoakWrong) == 0
