@@ -39,13 +39,13 @@ fn msg_abi() -> Outcome {
     zassert_eq!(offset_of!(Message, payload_offset), 8);
     zassert_eq!(offset_of!(Message, timestamp_us), 12);
     zassert_eq!(offset_of!(Message, status), 16);
-    zassert_eq!(MSG_TYPE_COUNT, 6);
+    zassert_eq!(MSG_TYPE_COUNT, 7);
     for (wire, msg_type) in MessageType::ALL.iter().enumerate() {
         zassert_eq!(usize::from(msg_type.wire()), wire);
     }
     zassert!(
         MessageType::try_from(MSG_TYPE_COUNT as u8).is_err(),
-        "type 6 must be rejected"
+        "type 7 must be rejected"
     );
     Ok(())
 }
