@@ -78,13 +78,15 @@ static void check_arguments_before_init(void)
 	syn_ipc_msg_t msg = {.type = SYN_IPC_STATUS_REQ, .priority = 1};
 	int send = syn_ipc_send(&msg);
 	int receive = syn_ipc_receive(&msg, 0);
-	int bad_type = syn_ipc_register_handler((syn_ipc_type_t)6, on_status_req, NULL);
+	/* The first type byte that names no message type. */
+	int bad_type = syn_ipc_register_handler((syn_ipc_type_t)SYN_ABI_MSG_TYPE_COUNT,
+						on_status_req, NULL);
 	int null_base = syn_ipc_init(NULL, syn_dt_shared_memory.size);
 	int small = syn_ipc_init((void *)syn_dt_shared_memory.base, 1024);
 
-	printk("ipc_c: before init: send %d, receive %d, register type 6 %d, "
+	printk("ipc_c: before init: send %d, receive %d, register type %d %d, "
 	       "init NULL %d, init 1 KiB %d\n",
-	       send, receive, bad_type, null_base, small);
+	       send, receive, SYN_ABI_MSG_TYPE_COUNT, bad_type, null_base, small);
 	CHECK(send == -ENODEV && receive == -ENODEV, "not initialised");
 	CHECK(bad_type == -EINVAL && null_base == -EINVAL && small == -EINVAL,
 	      "bad arguments");
