@@ -367,9 +367,10 @@ pub mod ota {
         switched(with(|store, ota| ota.rollback(store)))
     }
 
-    /// Tell the inference service the store's active versions changed
-    /// (when `status` says they did).
+    /// Tell the inference service (dual-core builds) the store's active
+    /// versions changed, when `status` says they did.
     fn switched(status: i32) -> i32 {
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
         if status == 0 {
             crate::service::store_changed();
         }
