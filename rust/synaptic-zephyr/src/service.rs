@@ -632,7 +632,9 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         }
         // The store changed under us: serve its active versions (again
         // next turn while a previous swap's old version still runs).
-        if STORE_CHANGED.swap(false, Ordering::Acquire) {
+        // A load first: the swap (a read-modify-write of the flag's cache
+        // line) only when it is set, so the store costs requests nothing.
+        if STORE_CHANGED.load(Ordering::Relaxed) && STORE_CHANGED.swap(false, Ordering::Acquire) {
             match server.follow_store(&mut rt) {
                 Ok(n) => {
                     STORE_SWAPS.fetch_add(n as u32, Ordering::Release);
@@ -640,7 +642,12 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
                 Err(synaptic_serve::ServeError::Busy) => {
                     STORE_CHANGED.store(true, Ordering::Relaxed);
                 }
-                Err(_) => {}
+                // The old version keeps serving; say why the new one does
+                // not (a version the runtime refuses, an arena too small).
+                Err(e) => printkln!(
+                    "synaptic: the store's new version is not served: {}",
+                    e.to_errno().code()
+                ),
             }
         }
         // A flood: the serving thread drains, and must not wait for a
