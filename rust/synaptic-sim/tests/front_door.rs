@@ -40,6 +40,12 @@ fn a_stalled_serving_thread_still_answers_pings() {
                 1,
                 "only the lookup served"
             );
+            // The ISR publishes its counters after the batch whose reply
+            // CPU1 already has: wait for them (the wait fails when stuck).
+            let start = std::time::Instant::now();
+            while sim.cpu0().intake_stats().status < 2 && start.elapsed() < REPLY {
+                thread::sleep(Duration::from_micros(200));
+            }
             assert_eq!(sim.cpu0().intake_stats().status, 2);
             sim.cpu0().resume();
             let r = cpu1.infer(&KWS, kws, 2, Priority::Normal, LONG);
