@@ -427,6 +427,12 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     /// The NPU was freed during the last turn's slice and held: this turn
     /// feeds it before any slice (see [`Scheduler::step`]).
     feed_npu: bool,
+    /// The slot of the job submitted last: with one job active it is
+    /// usually that one, and a free slot is usually the one freed last,
+    /// so the one-request path finds both without a scan (both checked
+    /// before use: a hint, never trusted).
+    newest: usize,
+    freed: usize,
 }
 
 /// A model step on a device in overlap mode: which model, since when,
@@ -519,6 +525,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             wrr: Wrr::new(DEFAULT_WEIGHTS),
             slice_us: 0,
             feed_npu: false,
+            newest: 0,
+            freed: 0,
         }
     }
 
@@ -799,11 +807,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         pipelines
             .runnable(request.pipeline)
             .map_err(SchedError::Pipeline)?;
-        let index = self
-            .slots
-            .iter()
-            .position(|s| matches!(s.state, State::Free))
-            .ok_or(SchedError::Full)?;
+        let index = match self.slots.get(self.freed) {
+            Some(s) if matches!(s.state, State::Free) => self.freed,
+            _ => self
+                .slots
+                .iter()
+                .position(|s| matches!(s.state, State::Free))
+                .ok_or(SchedError::Full)?,
+        };
+        self.newest = index;
         let seq = self.next_seq;
         self.next_seq += 1;
         self.set_state(index, State::Queued);
@@ -878,6 +890,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         if self.current == Some(i) {
             self.current = None;
         }
+        self.freed = i;
     }
 
     fn buffer_range(&self, slot: usize, buffer: u8) -> core::ops::Range<usize> {
@@ -974,6 +987,17 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 _ => {}
             }
         }
+        // The one job there is (nothing else queued, running or on a
+        // device): it runs unless it waits for its device.
+        if self.active == 1 {
+            if let Some(s) = self.slots.get(self.newest).filter(|s| s.state.runnable()) {
+                let runs = !waits(s) && s.request.is_some() && self.max_concurrent > 0;
+                return runs.then_some(Pick {
+                    i: self.newest,
+                    charge: None,
+                });
+            }
+        }
         // One pass: how many jobs are started, and per class the oldest
         // running job and the oldest queued one (a queued job may start
         // only below the concurrency limit).
@@ -1039,9 +1063,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         &mut self,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> StepOutcome {
-        // Nothing queued, running or on a device, and no device run left
-        // to reap (a cancelled job's): an idle turn costs these loads.
-        if self.active == 0 && !self.feed_npu && self.runs.iter().all(Option::is_none) {
+        // An idle turn costs these loads.
+        if self.is_idle() {
             return StepOutcome::Idle;
         }
         // Overlap: a sliced CPU step in flight runs its next slice first
@@ -1096,21 +1119,25 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         } else {
             None
         };
-        let npu_advanced = npu_done.map(|c| self.advance(c, env));
-        let cpu_advanced = cpu_done.map(|c| self.advance(c, env));
-        let at_once = at_once.map(|c| self.advance(c, env));
+        // Every collected step moves on, in this order; the outcome is the
+        // first of: the step finished at once, the step that ran, the
+        // NPU's, the CPU's (filled in as they come: no chain of options
+        // built and copied on the request path).
+        let mut outcome = ran;
+        for c in [npu_done, cpu_done].into_iter().flatten() {
+            let advanced = self.advance(c, env);
+            outcome = outcome.or(Some(advanced));
+        }
+        if let Some(c) = at_once {
+            outcome = Some(self.advance(c, env));
+        }
         // A slice that did not end its step is work done too: the caller
         // steps again at once (the CPU device runs only when polled).
-        at_once
-            .or(ran)
-            .or(npu_advanced)
-            .or(cpu_advanced)
-            .or(slice)
-            .unwrap_or(if busy[0] || busy[1] {
-                StepOutcome::Waiting
-            } else {
-                StepOutcome::Idle
-            })
+        match outcome.or(slice) {
+            Some(outcome) => outcome,
+            None if busy[0] || busy[1] => StepOutcome::Waiting,
+            None => StepOutcome::Idle,
+        }
     }
 
     /// Whether this turn's CPU slice is put off for a REALTIME job: a
@@ -1783,6 +1810,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     /// Jobs queued or running.
     pub fn pending(&self) -> usize {
         self.active
+    }
+
+    /// Whether a step would find nothing to do: no job queued, running or
+    /// on a device, and no device run left to reap (a cancelled job's).
+    pub fn is_idle(&self) -> bool {
+        self.active == 0 && !self.feed_npu && self.runs.iter().all(Option::is_none)
     }
 
     /// Whether a job not yet reclaimed was submitted to `pipeline`, or a

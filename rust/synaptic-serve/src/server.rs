@@ -1218,33 +1218,39 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         C: Clock,
     {
         let mut work = 0;
-        // One clock reading stamps the turn (see `TurnClock`).
-        rt.clock.new_turn();
-        // A step first: a device that just finished gets its next job
-        // before anything new is validated.
-        let mut outcome = rt.step();
-        let ran = matches!(outcome, StepOutcome::Ran { .. });
-        let mut accepted = 0;
-        while let Ok(msg) = inbox.receive(Timeout::NoWait) {
-            self.handle_valid(&msg, rt, replies, ledger);
-            accepted += 1;
-        }
-        if !ran && accepted > 0 {
-            outcome = rt.step();
-        }
-        if let StepOutcome::Ran { .. } = outcome {
-            work += 1;
-        }
-        work += accepted;
-        work += self.answer(rt, replies, ledger).0;
-        // A job on the device: the caller waits for it, not for a request.
-        // After work, wait at once when nothing is left for another turn
-        // (no job queued, running or on the device): an idle turn first
-        // would cost a scheduler step per request.
-        let nothing_left = if work == 0 {
-            outcome != StepOutcome::Waiting
-        } else {
-            self.busy == 0 && rt.scheduler.pending() == 0
+        // Nothing to step or answer (the turn after a reply, when requests
+        // come one at a time): straight to the wait, which also takes what
+        // is already in the inbox.
+        let quiet = self.busy == 0 && rt.scheduler.is_idle();
+        let nothing_left = quiet || {
+            // One clock reading stamps the turn (see `TurnClock`).
+            rt.clock.new_turn();
+            // A step first: a device that just finished gets its next job
+            // before anything new is validated.
+            let mut outcome = rt.step();
+            let ran = matches!(outcome, StepOutcome::Ran { .. });
+            let mut accepted = 0;
+            while let Ok(msg) = inbox.receive(Timeout::NoWait) {
+                self.handle_valid(&msg, rt, replies, ledger);
+                accepted += 1;
+            }
+            if !ran && accepted > 0 {
+                outcome = rt.step();
+            }
+            if let StepOutcome::Ran { .. } = outcome {
+                work += 1;
+            }
+            work += accepted;
+            work += self.answer(rt, replies, ledger).0;
+            // A job on the device: the caller waits for it, not for a
+            // request. After work, wait at once when nothing is left for
+            // another turn (no job queued, running or on the device): an
+            // idle turn first would cost a scheduler step per request.
+            if work == 0 {
+                outcome != StepOutcome::Waiting
+            } else {
+                self.busy == 0 && rt.scheduler.pending() == 0
+            }
         };
         if nothing_left {
             if let Ok(msg) = inbox.receive(idle) {
@@ -1252,6 +1258,14 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 rt.clock.new_turn();
                 self.handle_valid(&msg, rt, replies, ledger);
                 work += 1;
+                // What came with it (a quiet turn waited without looking)
+                // is accepted in the same turn.
+                if quiet {
+                    while let Ok(msg) = inbox.receive(Timeout::NoWait) {
+                        self.handle_valid(&msg, rt, replies, ledger);
+                        work += 1;
+                    }
+                }
                 // Start what it submitted now, not a turn later; a device
                 // that finished it at once: answer now, too.
                 if let StepOutcome::Ran { finished, .. } = rt.step() {
