@@ -262,6 +262,12 @@ impl<S: Semaphore, const Q: usize> Inbox<S, Q> {
         }
     }
 
+    /// Whether no message is queued (none whose count is visible: see
+    /// [`receive`](Self::receive)).
+    pub fn is_empty(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0
+    }
+
     /// End a receiver's wait without a message (it sees a timeout), so
     /// that a receiver waiting without a timeout of its own can still do
     /// periodic work (callable from an ISR when the semaphore's `give` is).

@@ -270,6 +270,18 @@ pub enum JobStatus {
     Failed(JobError),
 }
 
+/// What [`Scheduler::submit_alone`] did with a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alone {
+    /// Run at once, and the device was done as it started: the output is
+    /// in the caller's buffer (its descriptor here) and nothing of the
+    /// job is left in the scheduler; or the reason it failed.
+    Done(Result<TensorMeta, JobError>),
+    /// Submitted as [`Scheduler::submit_into`] does (and started on the
+    /// device when that was possible): step as usual and take its result.
+    Submitted(JobId),
+}
+
 /// What one [`Scheduler::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepOutcome {
@@ -792,6 +804,126 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         clock: &C,
     ) -> Result<JobId, SchedError> {
         self.submit_to(request, Some(output), pipelines, clock)
+    }
+
+    /// [`submit_into`](Self::submit_into), and when the job is alone (no
+    /// other job queued, running or on a device, nothing to reap), its
+    /// pipeline is one model step, the NPU is the only device and runs
+    /// asynchronously (overlap), and the request has neither deadline nor
+    /// callback: start it on the NPU now, without a queue pass, a pick or
+    /// a placement (there is nothing to choose), and if the NPU is done as
+    /// it starts (a null executor, a fast accelerator), finish it here as
+    /// a step would have: the profile and the model's service time are
+    /// recorded the same, and the job never takes a slot. One request at
+    /// a time, the common case of a serving core, pays for none of the
+    /// arbitration it does not need. A device still busy after one poll
+    /// keeps the job as a step would have left it (on the device).
+    ///
+    /// # Errors
+    ///
+    /// As [`submit_into`](Self::submit_into).
+    pub fn submit_alone<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &mut self,
+        request: JobRequest<'a>,
+        output: &'a mut [u8],
+        env: &mut Env<'_, N, C, M, P, S>,
+    ) -> Result<Alone, SchedError> {
+        let alone = self.overlap
+            && env.cpu.is_none()
+            && self.is_idle()
+            && self.current.is_none()
+            && request.deadline_us.is_none()
+            && request.callback.is_none();
+        let model = match env.pipelines.runnable(request.pipeline).map(|p| p.steps()) {
+            Ok([Step::Model(handle)]) if alone => Some(*handle),
+            _ => None,
+        };
+        let Some(handle) = model else {
+            return self
+                .submit_to(request, Some(output), env.pipelines, env.clock)
+                .map(Alone::Submitted);
+        };
+        // Timed as a step is: the clock read afresh.
+        env.clock.new_turn();
+        let started = env.clock.now_us();
+        let out_meta = match start_model(handle, &request.input, output.len(), env) {
+            Ok(meta) => meta,
+            Err(e) => return Ok(Alone::Done(Err(e))),
+        };
+        if env.npu.state() == NpuState::Busy {
+            env.npu.poll();
+        }
+        let run = DeviceRun {
+            model: handle,
+            started_us: started,
+            sliced: false,
+            busy_us: 0,
+            seen_busy_us: started,
+            late: false,
+        };
+        if env.npu.state() == NpuState::Busy {
+            // Still running: the job waits on the device for a step to
+            // collect it, as if a step had started it.
+            let meta = request.input.meta();
+            let id = self.submit_to(request, Some(output), env.pipelines, env.clock)?;
+            let i = usize::from(id.index);
+            let at = StepAt {
+                next: 0,
+                current: None,
+                meta,
+                last: true,
+            };
+            self.slots[i].submitted_us = started;
+            self.set_state(
+                i,
+                State::OnDevice {
+                    at,
+                    out_meta,
+                    started_us: started,
+                },
+            );
+            self.current = Some(i);
+            self.on_device[Device::Npu.index()] = Some(i);
+            self.runs[Device::Npu.index()] = Some(run);
+            return Ok(Alone::Submitted(id));
+        }
+        // Done as it started: what `collect_from`, `advance` and `finish`
+        // do for a one-step job, on the caller's buffer.
+        let now = env.clock.now_us();
+        let result = if env.npu.state() == NpuState::Error {
+            let _ = env.npu.clear_error();
+            Err(JobError::Npu(NpuError::DeviceFault))
+        } else {
+            // `start_model` checked that the output fits.
+            let needed = out_meta.byte_len();
+            env.npu
+                .get_output(&mut output[..needed])
+                .map(|_| out_meta)
+                .map_err(JobError::Npu)
+        };
+        if result.is_ok() {
+            let _ = match env.npu.last_run() {
+                Some(measured) => {
+                    env.registry
+                        .record_service_time(handle, Device::Npu, measured.latency_us)
+                }
+                None => env
+                    .registry
+                    .record_service_sample(handle, Device::Npu, |estimate| {
+                        run.sample_us(now, estimate)
+                    }),
+            };
+            if let Some(p) = env.profiler.as_deref_mut() {
+                let spent = now.saturating_sub(started);
+                p.record(InferenceProfile {
+                    total_us: spent,
+                    npu_us: spent,
+                    memory_peak: out_meta.byte_len(),
+                    ..InferenceProfile::default()
+                });
+            }
+        }
+        Ok(Alone::Done(result))
     }
 
     // Inlined: the request is then built in its slot, not on the caller's
@@ -2327,6 +2459,106 @@ mod tests {
             let e = expected(rig.model, &[5u8; 8]);
             assert!(!work.windows(4).any(|w| w == e), "overlap {overlap}");
         }
+    }
+
+    #[test]
+    fn a_job_alone_runs_at_once_on_an_instant_device_and_waits_on_a_busy_one() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [7u8; 8];
+        let mut work = [0u8; 256];
+        let mut out = [0u8; 4];
+        // The NPU is done as it starts: the job never takes a slot.
+        rig.npu.set_latency_us(0);
+        {
+            let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+            sched.set_overlap(true).unwrap();
+            let done =
+                sched.submit_alone(JobRequest::new(p, input(&data)), &mut out, &mut rig.env());
+            assert_eq!(
+                done,
+                Ok(Alone::Done(Ok(TensorMeta::vector(DType::Int8, 4).unwrap())))
+            );
+            assert!(sched.is_idle());
+            assert_eq!(sched.step(&mut rig.env()), StepOutcome::Idle);
+        }
+        assert_eq!(out, expected(rig.model, &data));
+        // Recorded as a step would have: one profile, one service sample.
+        assert_eq!(rig.profiler.summary().count, 1);
+        let service = rig.registry.service_time(rig.model, Device::Npu).unwrap();
+        assert_eq!(service.samples(), 1);
+
+        // A device still busy after one poll: the job is on it, and a step
+        // collects it as if a step had started it.
+        rig.npu.set_latency_us(NPU_US);
+        let mut out = [0u8; 4];
+        let mut work = [0u8; 256];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        sched.set_overlap(true).unwrap();
+        let Ok(Alone::Submitted(id)) =
+            sched.submit_alone(JobRequest::new(p, input(&data)), &mut out, &mut rig.env())
+        else {
+            panic!("a busy device keeps the job");
+        };
+        assert!(matches!(
+            sched.status(id),
+            Ok(JobStatus::Running { next_step: 0 })
+        ));
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        rig.clock.advance(NPU_US);
+        assert!(matches!(
+            sched.step(&mut rig.env()),
+            StepOutcome::Ran { finished: true, .. }
+        ));
+        assert_eq!(sched.take_result(id).map(|(_, n)| n), Ok(4));
+        assert!(sched.is_idle());
+        assert_eq!(rig.profiler.summary().count, 2);
+
+        // Not alone (another job queued), or a pipeline of more than the
+        // model: submitted as `submit_into` does, run by steps.
+        let q = rig.pipeline("q", &[increment], &[]);
+        let (mut out_a, mut out_b) = ([0u8; 4], [0u8; 4]);
+        let queued = sched
+            .submit(JobRequest::new(p, input(&data)), &rig.pool, rig.clock)
+            .unwrap();
+        let a = sched.submit_alone(JobRequest::new(p, input(&data)), &mut out_a, &mut rig.env());
+        assert!(matches!(a, Ok(Alone::Submitted(_))));
+        assert!(matches!(sched.status(queued), Ok(JobStatus::Queued)));
+        for _ in 0..8 {
+            sched.step(&mut rig.env());
+            rig.clock.advance(NPU_US);
+        }
+        assert!(sched.is_idle());
+        let mut work2 = [0u8; 256];
+        let mut alone: Scheduler<'_, 2> = Scheduler::new(&mut work2);
+        alone.set_overlap(true).unwrap();
+        let b = alone.submit_alone(JobRequest::new(q, input(&data)), &mut out_b, &mut rig.env());
+        let Ok(Alone::Submitted(b)) = b else {
+            panic!("a two-step pipeline goes through the steps");
+        };
+        assert!(matches!(alone.status(b), Ok(JobStatus::Queued)));
+    }
+
+    #[test]
+    fn a_job_alone_that_cannot_start_fails_at_once() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [1u8; 8];
+        let mut work = [0u8; 256];
+        let mut short = [0u8; 3];
+        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+        sched.set_overlap(true).unwrap();
+        let failed =
+            sched.submit_alone(JobRequest::new(p, input(&data)), &mut short, &mut rig.env());
+        assert_eq!(
+            failed,
+            Ok(Alone::Done(Err(JobError::BufferTooSmall {
+                needed: 4,
+                available: 3
+            })))
+        );
+        assert!(sched.is_idle());
+        assert_eq!(rig.profiler.summary().count, 0);
     }
 
     #[test]

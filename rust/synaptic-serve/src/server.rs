@@ -45,12 +45,13 @@ use synaptic_abi::{
     EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE, MAX_EXCHANGE_SLOTS, REQUEST_FLAGS_KNOWN,
 };
 use synaptic_ipc::{Inbox, Semaphore, Timeout};
+use synaptic_runtime::arena::TensorMeta;
 use synaptic_runtime::arena::TensorRef;
 use synaptic_runtime::npu::NpuDevice;
 use synaptic_runtime::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
 use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry, RegistryError};
-use synaptic_runtime::sched::{Env, JobId, JobRequest, SchedError, Scheduler, StepOutcome};
+use synaptic_runtime::sched::{Alone, Env, JobId, JobRequest, SchedError, Scheduler, StepOutcome};
 use synaptic_runtime::time::Clock;
 
 use crate::intake::{reply_to, reply_type, wants_poll, Reply, ReplyPort, SlotLedger};
@@ -321,12 +322,25 @@ pub struct Runtime<'e, 'a, Npu, C, const M: usize, const P: usize, const S: usiz
     pub updates: Option<&'e mut (dyn ModelUpdates + 'a)>,
 }
 
-impl<Npu: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize, const J: usize>
-    Runtime<'_, '_, Npu, C, M, P, S, J>
+impl<
+        'a,
+        Npu: NpuDevice,
+        C: Clock,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+    > Runtime<'_, 'a, Npu, C, M, P, S, J>
 {
     /// One scheduler step (the most urgent job's next stage).
     pub fn step(&mut self) -> StepOutcome {
-        let mut env = Env {
+        let (scheduler, mut env) = self.parts();
+        scheduler.step(&mut env)
+    }
+
+    /// The scheduler, and the rest as the scheduler's environment.
+    fn parts(&mut self) -> (&mut Scheduler<'a, J>, Env<'_, Npu, C, M, P, S>) {
+        let env = Env {
             registry: &mut *self.registry,
             npu: &mut *self.npu,
             // A reborrow for this call.
@@ -338,8 +352,15 @@ impl<Npu: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize, c
             clock: self.clock,
             profiler: self.profiler.as_deref_mut(),
         };
-        self.scheduler.step(&mut env)
+        (&mut *self.scheduler, env)
     }
+}
+
+/// An accepted inference: a job to answer when it finishes, or already
+/// run (the output in the slot, or why it failed).
+enum Accepted {
+    Job(JobId),
+    Done(Result<(TensorMeta, usize), SchedError>),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -692,6 +713,24 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         Npu: NpuDevice,
         C: Clock,
     {
+        self.handle_request(msg, rt, replies, ledger, false)
+    }
+
+    /// [`handle_valid`](Self::handle_valid); `alone`: the request is the
+    /// only one in sight, and an inference may run at once
+    /// ([`Scheduler::submit_alone`]) and be answered here.
+    fn handle_request<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+        &mut self,
+        msg: &ValidMessage,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
+        alone: bool,
+    ) -> Disposition
+    where
+        Npu: NpuDevice,
+        C: Clock,
+    {
         self.stats.requests = self.stats.requests.wrapping_add(1);
         let Some(reply) = reply_type(msg.msg_type) else {
             self.stats.ignored = self.stats.ignored.wrapping_add(1);
@@ -736,22 +775,36 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                     let status = self.refuse(ServeError::Busy, to, None, rt.clock, replies);
                     return Disposition::Answered { status };
                 }
+                let accepted_us = rt.clock.now_us();
                 let outcome = match msg.msg_type {
-                    MessageType::InferReq => self.accept(msg, slot, rt).map(Ok),
+                    MessageType::InferReq => self.accept(msg, slot, rt, alone).map(Ok),
                     MessageType::ModelLoad => self.lookup(msg, slot, rt.registry).map(Err),
                     _ => self.update(msg, slot, rt).map(Err),
                 };
                 match outcome {
-                    Ok(Ok((job, model, runs))) => {
+                    Ok(Ok((Accepted::Job(job), model, runs))) => {
                         self.in_flight[slot] = Some(InFlight {
                             reply: to,
                             model,
                             runs,
                             job,
-                            accepted_us: rt.clock.now_us(),
+                            accepted_us,
                         });
                         self.busy |= 1 << slot;
                         Disposition::Accepted { job }
+                    }
+                    Ok(Ok((Accepted::Done(result), model, _))) => {
+                        let done = self.reply_slot(
+                            slot,
+                            (to, model, accepted_us),
+                            result,
+                            rt.clock,
+                            replies,
+                            ledger,
+                        );
+                        Disposition::Answered {
+                            status: done.status,
+                        }
                     }
                     Ok(Err(status)) => {
                         if msg.msg_type == MessageType::ModelLoad {
@@ -821,14 +874,17 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         })
     }
 
-    /// Validate an `INFER_REQ` on slot `slot` and submit its job.
+    /// Validate an `INFER_REQ` on slot `slot` and submit its job (`alone`:
+    /// through [`Scheduler::submit_alone`], which may run it at once).
     fn accept<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
         &mut self,
         msg: &ValidMessage,
         slot: usize,
         rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
-    ) -> Result<(JobId, ModelHandle, ModelHandle), ServeError>
+        alone: bool,
+    ) -> Result<(Accepted, ModelHandle, ModelHandle), ServeError>
     where
+        Npu: NpuDevice,
         C: Clock,
     {
         let exchange = self.slot_exchange(msg, slot)?;
@@ -887,11 +943,27 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             callback: None,
         };
         // The output is written in place, into the slot (zero copy out).
-        let job = rt
-            .scheduler
-            .submit_into(request, output, &*rt.pipelines, rt.clock)
-            .map_err(ServeError::Sched)?;
-        Ok((job, model, serving))
+        let accepted = if alone {
+            let (scheduler, mut env) = rt.parts();
+            match scheduler
+                .submit_alone(request, output, &mut env)
+                .map_err(ServeError::Sched)?
+            {
+                Alone::Done(result) => Accepted::Done(
+                    result
+                        .map(|meta| (meta, meta.byte_len()))
+                        .map_err(SchedError::Job),
+                ),
+                Alone::Submitted(job) => Accepted::Job(job),
+            }
+        } else {
+            let job = rt
+                .scheduler
+                .submit_into(request, output, &*rt.pipelines, rt.clock)
+                .map_err(ServeError::Sched)?;
+            Accepted::Job(job)
+        };
+        Ok((accepted, model, serving))
     }
 
     /// Resolve a `MODEL_LOAD` on slot `slot`: the status is the raw handle.
@@ -1118,7 +1190,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         C: Clock,
     {
         let flight = self.in_flight[slot]?;
-        let exchange = self.exchange(slot)?;
+        self.exchange(slot)?;
         // The output is in the slot already; reclaiming the job ends the
         // scheduler's hold on it. An id error: reclaimed behind our back
         // (cancelled), so the slot is free again.
@@ -1126,43 +1198,66 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             Err(SchedError::NotFinished) => return None,
             result => result,
         };
+        // The job is reclaimed: the slot is CPU1's again once the reply is out.
+        self.in_flight[slot] = None;
+        self.busy &= !(1 << slot);
+        let to = (flight.reply, flight.model, flight.accepted_us);
+        Some(self.reply_slot(slot, to, result, rt.clock, replies, ledger))
+    }
+
+    /// Answer the inference on slot `slot` with `result` (its output is in
+    /// the slot): the slot's header, the counters, the model's estimate,
+    /// then the reply, which hands the slot back to CPU1. `to`: the reply,
+    /// the exported model, and when the request was accepted.
+    fn reply_slot<C: Clock>(
+        &mut self,
+        slot: usize,
+        to: (Reply, ModelHandle, u64),
+        result: Result<(TensorMeta, usize), SchedError>,
+        clock: &C,
+        replies: &impl ReplyPort,
+        ledger: &SlotLedger,
+    ) -> Completion {
+        let (to, model, accepted_us) = to;
+        let exchange = self.exchange(slot);
         let status = match result {
             Ok((_, len)) => {
-                exchange.set_result(len as u32, 0);
+                if let Some(exchange) = exchange {
+                    exchange.set_result(len as u32, 0);
+                }
                 self.stats.served = self.stats.served.wrapping_add(1);
                 len as i32
             }
             Err(e) => {
                 let errno = ServeError::Sched(e).to_errno().negative();
-                exchange.set_result(0, errno);
+                if let Some(exchange) = exchange {
+                    exchange.set_result(0, errno);
+                }
                 self.stats.errors = self.stats.errors.wrapping_add(1);
                 errno
             }
         };
-        let now = rt.clock.now_us();
-        let latency_us = now.saturating_sub(flight.accepted_us);
+        let now = clock.now_us();
+        let latency_us = now.saturating_sub(accepted_us);
         self.stats.timed = self.stats.timed.wrapping_add(1);
         self.stats.latency_total_us = self.stats.latency_total_us.saturating_add(latency_us);
         self.stats.latency_max_us = self.stats.latency_max_us.max(latency_us);
-        // The job is reclaimed: the slot is CPU1's again once the reply is out.
-        self.in_flight[slot] = None;
-        self.busy &= !(1 << slot);
         let len = if status > 0 { status as u16 } else { 0 };
         let reply = ValidMessage {
             status,
             timestamp_us: now as u32,
-            ..self.slot_reply(flight.reply.message, slot, len)
+            ..self.slot_reply(to.message, slot, len)
         };
         // The estimate first: a caller that has its reply sees it.
-        self.fold_estimate(flight.model, latency_us);
+        self.fold_estimate(model, latency_us);
         ledger.hand_back(slot);
-        self.push(replies, reply, flight.reply.polled);
+        self.push(replies, reply, to.polled);
         ledger.release(slot);
-        Some(Completion {
-            msg_id: flight.reply.message.msg_id,
+        Completion {
+            msg_id: to.message.msg_id,
             status,
             latency_us,
-        })
+        }
     }
 
     fn fold_estimate(&mut self, model: ModelHandle, latency_us: u64) {
@@ -1256,7 +1351,10 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             if let Ok(msg) = inbox.receive(idle) {
                 // A new turn: time passed while waiting.
                 rt.clock.new_turn();
-                self.handle_valid(&msg, rt, replies, ledger);
+                // Nothing in the scheduler and nothing else in sight: an
+                // inference may run at once, and be answered here.
+                let alone = quiet && inbox.is_empty();
+                self.handle_request(&msg, rt, replies, ledger, alone);
                 work += 1;
                 // What came with it (a quiet turn waited without looking)
                 // is accepted in the same turn.

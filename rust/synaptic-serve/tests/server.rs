@@ -784,6 +784,43 @@ fn poll_serves_requests_the_intake_forwarded() {
 }
 
 #[test]
+fn a_lone_request_runs_at_once_and_is_answered_in_its_turn() {
+    for latency_us in [0, NPU_US] {
+        run_with_intake(|h, cpu1, intake, inbox| {
+            // As CPU0's service runs it: the NPU asynchronous.
+            h.rt.scheduler.set_overlap(true).unwrap();
+            h.rt.npu.set_latency_us(latency_us);
+            for seq in 1..=3 {
+                h.stage(h.kws.raw(), KWS_IN as u32, seq);
+                cpu1.push(h.infer_msg(seq, Priority::Normal, KWS_IN))
+                    .unwrap();
+                assert_eq!(intake.drain(h.ledger, inbox, h.port), 1);
+                // One turn: run at once; a device done as it starts is
+                // answered in it, a busy one in a later turn.
+                let first = h.serve(inbox, 1);
+                let replies = if latency_us == 0 {
+                    assert!(h.rt.scheduler.is_idle(), "no job left behind");
+                    first
+                } else {
+                    assert!(first.is_empty(), "the device is still busy");
+                    assert_eq!(h.rt.scheduler.pending(), 1, "the job is on the device");
+                    h.rt.clock.advance(latency_us);
+                    h.serve(inbox, 4)
+                };
+                assert_eq!(replies, [(seq, MSG_TYPE_INFER_RESP, KWS_OUT as i32)]);
+                assert_eq!(h.output(KWS_OUT), h.expected(h.kws, KWS_IN, KWS_OUT));
+                assert_eq!(h.ledger.mask(), 0, "released after the reply");
+            }
+            let s = h.server.stats();
+            assert_eq!((s.requests, s.served, s.errors), (3, 3, 0));
+            assert!(h.rt.scheduler.is_idle());
+            // The model's service time was learned from each run.
+            assert!(h.server.estimate_us(h.kws).is_some());
+        });
+    }
+}
+
+#[test]
 fn export_checks_sizes_names_and_capacity() {
     run(|h| {
         let big_in =
