@@ -2285,6 +2285,13 @@ mod tests {
         }
     }
 
+    /// A scheduler over `work` in overlap mode, with no job.
+    fn overlapped_empty(work: &mut [u8]) -> Scheduler<'_, 2> {
+        let mut sched = Scheduler::new(work);
+        sched.set_overlap(true).unwrap();
+        sched
+    }
+
     fn input(bytes: &[u8; 8]) -> TensorRef<'_> {
         TensorRef::wrap(TensorMeta::vector(DType::Int8, 8).unwrap(), bytes).unwrap()
     }
@@ -2471,8 +2478,7 @@ mod tests {
         // The NPU is done as it starts: the job never takes a slot.
         rig.npu.set_latency_us(0);
         {
-            let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
-            sched.set_overlap(true).unwrap();
+            let mut sched = overlapped_empty(&mut work);
             let done =
                 sched.submit_alone(JobRequest::new(p, input(&data)), &mut out, &mut rig.env());
             assert_eq!(
@@ -2493,8 +2499,7 @@ mod tests {
         rig.npu.set_latency_us(NPU_US);
         let mut out = [0u8; 4];
         let mut work = [0u8; 256];
-        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
-        sched.set_overlap(true).unwrap();
+        let mut sched = overlapped_empty(&mut work);
         let Ok(Alone::Submitted(id)) =
             sched.submit_alone(JobRequest::new(p, input(&data)), &mut out, &mut rig.env())
         else {
@@ -2530,8 +2535,7 @@ mod tests {
         }
         assert!(sched.is_idle());
         let mut work2 = [0u8; 256];
-        let mut alone: Scheduler<'_, 2> = Scheduler::new(&mut work2);
-        alone.set_overlap(true).unwrap();
+        let mut alone = overlapped_empty(&mut work2);
         let b = alone.submit_alone(JobRequest::new(q, input(&data)), &mut out_b, &mut rig.env());
         let Ok(Alone::Submitted(b)) = b else {
             panic!("a two-step pipeline goes through the steps");
@@ -2546,8 +2550,7 @@ mod tests {
         let data = [1u8; 8];
         let mut work = [0u8; 256];
         let mut short = [0u8; 3];
-        let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
-        sched.set_overlap(true).unwrap();
+        let mut sched = overlapped_empty(&mut work);
         let failed =
             sched.submit_alone(JobRequest::new(p, input(&data)), &mut short, &mut rig.env());
         assert_eq!(
