@@ -9,8 +9,9 @@ the same as an untraced run's), then
         --mark 'rustapp::infer_once' --mark-cpu 1 --skip 250 --count 100
 
 Windows run from one entry of the marked function (on the marked core) to
-the next; after `--skip` windows, `--count` windows are counted, and the
-table gives each function's instructions and calls per window, both cores
+the next, or with `--until NAME` to the next entry of NAME on that core
+(a gap inside a cycle: a device's completion to its next start); after
+`--skip` windows, `--count` windows are counted, and the table gives each function's instructions and calls per window, both cores
 together. `--blocks NAME` also lists the translation blocks of the functions
 whose name contains NAME (address, size, executions per window), to read
 against `objdump -d`. The log is large (a few GB for the offload
@@ -69,9 +70,11 @@ class Symbols:
 class Profile:
     """Instructions and calls per (core, function) over the counted windows."""
 
-    def __init__(self, symbols, mark, mark_core, skip, count, blocks=None):
+    def __init__(self, symbols, mark, mark_core, skip, count, blocks=None, until=None):
         self.symbols = symbols
         self.mark = mark
+        self.until = until
+        self.closed = 0
         self.mark_core = mark_core
         self.skip = skip
         self.count = count
@@ -106,9 +109,17 @@ class Profile:
             if translated is not None and translated == pc:
                 bound[key] = sizes[pc]
             translated = None
-            if core == self.mark_core and pc == self.mark:
+            if core == self.mark_core and self.until is not None and pc == self.until:
+                if counting:
+                    counting = False
+                    self.closed += 1
+                    if self.closed == self.count:
+                        return
+            elif core == self.mark_core and pc == self.mark:
                 self.marks += 1
-                if self.marks == self.skip + 1:
+                if self.until is not None:
+                    counting = counting or self.marks > self.skip
+                elif self.marks == self.skip + 1:
                     counting = True
                 elif self.marks == self.skip + self.count + 1:
                     return
@@ -126,6 +137,8 @@ class Profile:
 
     def windows(self):
         """Windows counted (fewer than asked when the trace ends early)."""
+        if self.until is not None:
+            return self.closed
         return max(0, min(self.count, self.marks - self.skip - 1))
 
     def report(self, top):
@@ -150,6 +163,8 @@ def main(argv=None):
     ap.add_argument("elf", nargs="+", help="each core's image, core 0 first")
     ap.add_argument("--mark", required=True, help="function whose entries delimit windows")
     ap.add_argument("--mark-cpu", type=int, default=1, help="core of the marked function")
+    ap.add_argument("--until", help="end each window at this function's next entry on the "
+                    "marked core (default: at the mark's next entry)")
     ap.add_argument("--skip", type=int, default=100, help="windows to pass over first")
     ap.add_argument("--count", type=int, default=100, help="windows to count")
     ap.add_argument("--top", type=int, default=40, help="rows of the table")
@@ -162,7 +177,12 @@ def main(argv=None):
     mark = symbols[args.mark_cpu].address(args.mark)
     if mark is None:
         ap.error(f"no function '{args.mark}' in {args.elf[args.mark_cpu]}")
-    profile = Profile(symbols, mark, args.mark_cpu, args.skip, args.count, args.blocks)
+    until = None
+    if args.until is not None:
+        until = symbols[args.mark_cpu].address(args.until)
+        if until is None:
+            ap.error(f"no function '{args.until}' in {args.elf[args.mark_cpu]}")
+    profile = Profile(symbols, mark, args.mark_cpu, args.skip, args.count, args.blocks, until)
     with open(args.trace, errors="replace") as f:
         profile.read(f)
     print(profile.report(args.top))

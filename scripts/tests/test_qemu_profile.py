@@ -69,3 +69,22 @@ def test_a_short_trace_counts_the_windows_it_has():
     profile.read(lines)
     assert profile.windows() == 0
     assert "windows 0" in profile.report(5)
+
+
+def test_until_ends_each_window_at_the_named_function():
+    lines = []
+    lines += tb(0x1000, 2) + [run(0, 0x1000)]   # mark 1: skipped
+    lines += tb(0x1100, 3) + [run(0, 0x1100)]   # until: nothing open
+    lines += [run(0, 0x1000)]                   # mark 2: window 1 opens
+    lines += tb(0x2000, 4) + [run(1, 0x2000)]   # the other core, inside
+    lines += [run(0, 0x1100)]                   # until: window 1 closes
+    lines += [run(1, 0x2000)]                   # outside every window
+    lines += [run(0, 0x1000)]                   # mark 3: window 2 opens
+    lines += [run(0, 0x1100)]                   # closes; count reached
+    lines += [run(0, 0x1000), run(0, 0x1100)]   # never read
+    profile = qp.Profile(symbols(), 0x1000, 0, skip=1, count=2, until=0x1100)
+    profile.read(lines)
+    assert profile.windows() == 2
+    assert profile.instructions[(0, "serve")] == 2 + 2
+    assert profile.instructions[(1, "ping")] == 4
+    assert (0, "isr") not in profile.instructions
