@@ -306,18 +306,37 @@ impl<S: Semaphore> Waiter<S> {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Deadline {
+/// When a wait ends, in the clock's microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// Never: the wait has no timeout.
     Never,
+    /// At this clock reading.
     At(u64),
 }
 
-/// The deadline `timeout` after `now_us`.
-fn deadline_after(now_us: u64, timeout: Timeout) -> Deadline {
-    match timeout {
-        Timeout::Forever => Deadline::Never,
-        Timeout::NoWait => Deadline::At(now_us),
-        Timeout::Millis(ms) => Deadline::At(now_us.saturating_add(u64::from(ms) * 1000)),
+impl Deadline {
+    /// The deadline `timeout` after `now_us`.
+    pub fn after(now_us: u64, timeout: Timeout) -> Deadline {
+        match timeout {
+            Timeout::Forever => Deadline::Never,
+            Timeout::NoWait => Deadline::At(now_us),
+            Timeout::Millis(ms) => Deadline::At(now_us.saturating_add(u64::from(ms) * 1000)),
+        }
+    }
+
+    /// Time left at `now_us`, rounded up to whole milliseconds; `None`
+    /// once the deadline has passed. One function for every wait on CPU1
+    /// (the client's and the attach handshake's): its image is budgeted.
+    pub fn left(self, now_us: u64) -> Option<Timeout> {
+        match self {
+            Deadline::Never => Some(Timeout::Forever),
+            Deadline::At(at) if now_us >= at => None,
+            Deadline::At(at) => {
+                let ms = micros_to_millis_ceil(at - now_us);
+                Some(Timeout::Millis(u32::try_from(ms).unwrap_or(u32::MAX)))
+            }
+        }
     }
 }
 
@@ -348,7 +367,7 @@ impl Due {
         let deadline = match *self {
             Due::At(deadline) => deadline,
             Due::After(Timeout::Forever) => Deadline::Never,
-            Due::After(timeout) => deadline_after(clock.now_us(), timeout),
+            Due::After(timeout) => Deadline::after(clock.now_us(), timeout),
         };
         *self = Due::At(deadline);
         deadline
@@ -992,7 +1011,7 @@ where
     /// [`ClientError::Remote`] if CPU0 refused the request.
     pub fn ping_with(&self, wait: Wait, timeout: Timeout) -> Result<Pong, ClientError> {
         let now = self.clock.now_us();
-        let deadline = deadline_after(now, timeout);
+        let deadline = Deadline::after(now, timeout);
         let polled = match wait {
             Wait::Auto => self.config.poll_threshold_us > 0,
             Wait::Poll => true,
@@ -1135,7 +1154,7 @@ where
     fn deadline(&self, timeout: Timeout) -> Deadline {
         match timeout {
             Timeout::Forever => Deadline::Never,
-            _ => deadline_after(self.clock.now_us(), timeout),
+            _ => Deadline::after(self.clock.now_us(), timeout),
         }
     }
 
@@ -1143,7 +1162,7 @@ where
     /// for a request's timestamp and its wait.
     fn now_and_deadline(&self, timeout: Timeout) -> (u64, Deadline) {
         let now = self.clock.now_us();
-        (now, deadline_after(now, timeout))
+        (now, Deadline::after(now, timeout))
     }
 
     /// Whether `deadline` has passed.
@@ -1154,20 +1173,9 @@ where
         }
     }
 
-    /// Time left before `deadline`, rounded up to whole milliseconds;
-    /// `None` once it has passed.
+    /// Time left before `deadline` (see [`Deadline::left`]).
     fn remaining(&self, deadline: Deadline) -> Option<Timeout> {
-        match deadline {
-            Deadline::Never => Some(Timeout::Forever),
-            Deadline::At(at) => {
-                let now = self.clock.now_us();
-                if now >= at {
-                    return None;
-                }
-                let ms = micros_to_millis_ceil(at - now);
-                Some(Timeout::Millis(u32::try_from(ms).unwrap_or(u32::MAX)))
-            }
-        }
+        deadline.left(self.clock.now_us())
     }
 
     /// Wait until `waiter` leaves SENT or `deadline` passes; returns

@@ -1258,3 +1258,25 @@ fn a_caller_waiting_for_a_slot_is_woken_by_a_free_just_before_it_sleeps() {
         );
     });
 }
+
+#[test]
+fn a_deadline_leaves_whole_milliseconds_rounded_up_and_nothing_once_passed() {
+    use synaptic_serve::client::Deadline;
+    let at = Deadline::after(5_000, Timeout::Millis(3));
+    assert_eq!(at, Deadline::At(8_000));
+    assert_eq!(at.left(5_000), Some(Timeout::Millis(3)));
+    // 1 us short of a millisecond still waits one: never a wait cut short.
+    assert_eq!(at.left(7_001), Some(Timeout::Millis(1)));
+    assert_eq!(at.left(7_999), Some(Timeout::Millis(1)));
+    assert_eq!(at.left(8_000), None);
+    assert_eq!(at.left(u64::MAX), None);
+    assert_eq!(Deadline::after(5_000, Timeout::NoWait).left(5_000), None);
+    let never = Deadline::after(5_000, Timeout::Forever);
+    assert_eq!(never, Deadline::Never);
+    assert_eq!(never.left(u64::MAX), Some(Timeout::Forever));
+    // No overflow at the clock's end.
+    assert_eq!(
+        Deadline::after(u64::MAX - 1, Timeout::Millis(u32::MAX)),
+        Deadline::At(u64::MAX)
+    );
+}

@@ -21,22 +21,25 @@
 //! floating point (this core has no FPU, and CI checks the image links no
 //! soft-float helper).
 
+use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use static_cell::StaticCell;
 use synaptic_abi::Direction;
 use synaptic_ipc::{Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
-use synaptic_runtime::time::{micros_to_millis, Clock};
+use synaptic_runtime::time::Clock;
 use synaptic_serve::boot::{self, AttachError};
-use synaptic_serve::client::ClientConfig;
+use synaptic_serve::client::{ClientConfig, Deadline};
 use synaptic_serve::{Client, ClientError, Pong, SemLock};
 use zephyr::raw;
+use zephyr::thread::{stack_len, ThreadStack};
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
 use crate::service::{region_from_devicetree, StartError, N};
 use crate::sync::KernelSemaphore;
+use crate::thread::StaticThread;
 use crate::timer::PeriodicTimer;
 
 /// The client's sending lock.
@@ -104,9 +107,10 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
     region.announce_cpu1_version();
     // Within the handshake's time, wait for a sane control block: CPU0's
     // maintenance restores words a previous life of CPU1 scribbled.
-    let start = ZephyrClock.now_us();
+    let deadline = Deadline::after(ZephyrClock.now_us(), handshake);
+    let left = || deadline.left(ZephyrClock.now_us());
     while let Err(e) = region.check() {
-        if expired(start, handshake) {
+        if left().is_none() {
             return Err(AttachFailure::Layout(AttachError::Region(e)));
         }
         zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1));
@@ -145,7 +149,16 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
             )
         })
         .ok_or(AttachFailure::AlreadyAttached)?;
-    dispatch(client).start();
+    // SAFETY: the stack is the dispatch thread's alone, and the argument is
+    // the `&'static ZephyrClient` that `dispatch` reads.
+    unsafe {
+        DISPATCH.start(
+            &DISPATCH_STACK,
+            dispatch,
+            core::ptr::from_ref(client).cast_mut().cast(),
+            DISPATCH_PRIORITY,
+        );
+    }
     boot::attach(&region).map_err(AttachFailure::Layout)?;
     // After the attach: the sweep's maintenance rewrites `cpu1_ready`.
     if SWEEP_MS > 0 {
@@ -155,14 +168,15 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
     // until CPU0 repairs it, woken by this push's doorbell) or lost to a
     // resynchronisation: retry within the handshake's time.
     loop {
-        let left = remaining(start, handshake);
-        let attempt = match left {
-            Timeout::Millis(ms) => Timeout::Millis(ms.min(HANDSHAKE_TRY_MS)),
-            other => other,
+        // Past the deadline, one last ping that does not wait.
+        let attempt = match left() {
+            Some(Timeout::Millis(ms)) => Timeout::Millis(ms.min(HANDSHAKE_TRY_MS)),
+            Some(other) => other,
+            None => Timeout::NoWait,
         };
         match client.ping(attempt) {
             Ok(pong) => return Ok((client, pong)),
-            Err(e) if expired(start, handshake) => return Err(AttachFailure::Handshake(e)),
+            Err(e) if left().is_none() => return Err(AttachFailure::Handshake(e)),
             Err(_) => {
                 zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1));
             }
@@ -174,28 +188,19 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
 /// timeout).
 const HANDSHAKE_TRY_MS: u32 = 50;
 
-/// Whether `timeout` has passed since `start_us`.
-fn expired(start_us: u64, timeout: Timeout) -> bool {
-    matches!(remaining(start_us, timeout), Timeout::NoWait)
-}
+/// The dispatch thread (started by [`attach`]) and its stack.
+static DISPATCH: StaticThread = StaticThread::new();
+#[unsafe(link_section = ".noinit.synaptic_dispatch_stack")]
+static DISPATCH_STACK: ThreadStack<{ stack_len(1536) }> = ThreadStack::new();
+/// The dispatch thread's priority: the main thread's, which it never
+/// waits for.
+const DISPATCH_PRIORITY: i32 = 0;
 
-/// What is left of `timeout` since `start_us` (`NoWait` once it passed).
-fn remaining(start_us: u64, timeout: Timeout) -> Timeout {
-    match timeout {
-        Timeout::Forever => Timeout::Forever,
-        Timeout::NoWait => Timeout::NoWait,
-        Timeout::Millis(ms) => {
-            let spent_ms = micros_to_millis(ZephyrClock.now_us().saturating_sub(start_us));
-            match u64::from(ms).checked_sub(spent_ms) {
-                Some(left) if left > 0 => Timeout::Millis(left as u32),
-                _ => Timeout::NoWait,
-            }
-        }
-    }
-}
-
-#[zephyr::thread(stack_size = 1536)]
-fn dispatch(client: &'static ZephyrClient) {
+/// The dispatch thread: drain replies after each doorbell, sweep when the
+/// timer asks.
+extern "C" fn dispatch(client: *mut c_void, _: *mut c_void, _: *mut c_void) {
+    // SAFETY: `attach` starts this thread with its `&'static ZephyrClient`.
+    let client = unsafe { &*client.cast_const().cast::<ZephyrClient>() };
     // With the sweep timer the thread blocks without a timeout of its own
     // (arming and cancelling one per doorbell costs more than the drain).
     let wait = if SWEEP_MS > 0 {

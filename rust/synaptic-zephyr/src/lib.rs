@@ -47,6 +47,7 @@ pub mod status;
 #[cfg(feature = "store")]
 pub mod store;
 pub mod sync;
+pub mod thread;
 pub mod timer;
 pub mod ztest;
 
