@@ -157,6 +157,7 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
             dispatch,
             core::ptr::from_ref(client).cast_mut().cast(),
             DISPATCH_PRIORITY,
+            c"syn_dispatch",
         );
     }
     boot::attach(&region).map_err(AttachFailure::Layout)?;

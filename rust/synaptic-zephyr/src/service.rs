@@ -43,7 +43,8 @@
 //! arena, with the interpreter); nothing else touches it.
 //! [`start`] runs once per boot.
 
-use core::mem::MaybeUninit;
+use core::ffi::c_void;
+use core::mem::{ManuallyDrop, MaybeUninit};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use static_cell::{ConstStaticCell, StaticCell};
@@ -65,6 +66,7 @@ use synaptic_runtime::sched::Scheduler;
 use synaptic_runtime::time::TurnClock;
 use synaptic_serve::boot::{boot_cpu1, BootPlatform, BootReport, Budgets, Down, Link};
 use synaptic_serve::{Intake, Runtime, ServeStats, Server, SharedRegion, SharedSender, SlotLedger};
+use zephyr::thread::{stack_len, ThreadStack};
 
 use crate::clock::ZephyrClock;
 use crate::doorbell::{self, PeerDoorbell};
@@ -72,6 +74,7 @@ use crate::doorbell::{self, PeerDoorbell};
 use crate::status::ResultLine;
 use crate::status::{ModelLine, Snapshot, SNAPSHOT, STATUS};
 use crate::sync::{IsrLock, KernelMutex, KernelSemaphore};
+use crate::thread::StaticThread;
 use crate::timer::PeriodicTimer;
 
 /// Slots per ring (Kconfig; devicetree must agree).
@@ -244,6 +247,23 @@ pub enum StartError {
     Runtime(&'static str),
 }
 
+/// The message a console shows. `{:?}` would print the runtime's reason
+/// through `str`'s escaping `Debug`, which links about 2.5 KB of Unicode
+/// tables and escape code into CPU0's image for one boot-failure line.
+impl core::fmt::Display for StartError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            StartError::AlreadyStarted => f.write_str("already started"),
+            StartError::NoRegion => f.write_str("no usable synaptic,shared-memory region"),
+            StartError::RingEntries => {
+                f.write_str("devicetree ring-entries differs from CONFIG_SYNAPTIC_RING_ENTRIES")
+            }
+            StartError::Doorbell => f.write_str("the doorbell did not start"),
+            StartError::Runtime(why) => write!(f, "runtime: {why}"),
+        }
+    }
+}
+
 /// The region devicetree names, checked against this build.
 pub fn region_from_devicetree() -> Result<Region, StartError> {
     let shared = crate::platform::shared_memory().ok_or(StartError::NoRegion)?;
@@ -414,9 +434,23 @@ pub fn start(
         });
     }
 
-    let serving_thread = serving(region, replies, options);
-    serving_thread.set_priority(SERVING_PRIORITY);
-    serving_thread.start();
+    let args = ManuallyDrop::new(ServingArgs {
+        region,
+        replies,
+        options,
+    });
+    // SAFETY: the stack is the serving thread's alone (`STARTED`), and the
+    // argument is `args`, which `serving_entry` moves out of before it
+    // gives `SERVING_UP`, and which lives until that take below returns.
+    unsafe {
+        SERVING.start(
+            &SERVING_STACK_MEM,
+            serving_entry,
+            core::ptr::from_ref(&*args).cast_mut().cast(),
+            SERVING_PRIORITY,
+            c"syn_serving",
+        );
+    }
     SERVING_UP.take(Timeout::Forever);
     if let Some(why) = SNAPSHOT.lock().setup_error {
         return Err(StartError::Runtime(why));
@@ -503,7 +537,26 @@ fn setup_failed(why: &'static str) {
     SERVING_UP.give();
 }
 
-#[zephyr::thread(stack_size = SERVING_STACK)]
+/// The serving thread (started by [`start`]) and its stack.
+static SERVING: StaticThread = StaticThread::new();
+#[unsafe(link_section = ".noinit.synaptic_serving_stack")]
+static SERVING_STACK_MEM: ThreadStack<{ stack_len(SERVING_STACK) }> = ThreadStack::new();
+
+/// What [`start`] hands the serving thread.
+struct ServingArgs {
+    region: Region,
+    replies: &'static Replies,
+    options: Options,
+}
+
+extern "C" fn serving_entry(args: *mut c_void, _: *mut c_void, _: *mut c_void) {
+    // SAFETY: `start` passes its `ServingArgs`, not dropped there, alive
+    // until `SERVING_UP` is given, which `serving` does only after this
+    // move.
+    let args = unsafe { args.cast::<ServingArgs>().read() };
+    serving(args.region, args.replies, args.options);
+}
+
 fn serving(region: Region, replies: &'static Replies, options: Options) {
     let clock = ZephyrClock;
     // The serving turn's stamps: one clock read a turn (`Server::poll`
@@ -580,8 +633,8 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             }
         }
         snapshot.mem = Some(arena.stats());
-        snapshot.caps = Some(npu.capabilities());
-        snapshot.policy = scheduler.policy();
+        snapshot.caps.set(Some(npu.capabilities()));
+        snapshot.policy.set(scheduler.policy());
         snapshot.weights = Some(scheduler.weights());
     }
     #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
@@ -627,7 +680,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             POLICY_WANTED.store(0, Ordering::Relaxed);
             if let Some(p) = Policy::ALL.get(p) {
                 rt.scheduler.set_policy(*p);
-                SNAPSHOT.lock().policy = rt.scheduler.policy();
+                SNAPSHOT.lock().policy.set(rt.scheduler.policy());
             }
         }
         // The store changed under us: serve its active versions (again

@@ -115,7 +115,7 @@ pub extern "C" fn syn_shell_npu_caps(sh: *const c_void) -> c_int {
     if sh.is_null() {
         return synaptic_abi::Errno::Inval.negative();
     }
-    let Some(c) = crate::service::snapshot(|s| s.caps) else {
+    let Some(c) = crate::service::snapshot(|s| s.caps.get()) else {
         return not_running(sh);
     };
     print(
@@ -173,7 +173,7 @@ pub extern "C" fn syn_shell_sched_stats(sh: *const c_void) -> c_int {
     if sh.is_null() {
         return synaptic_abi::Errno::Inval.negative();
     }
-    let Some((policy, weights)) = crate::service::snapshot(|s| s.policy.zip(s.weights)) else {
+    let Some((policy, weights)) = crate::service::snapshot(|s| s.policy.get().zip(s.weights)) else {
         return not_running(sh);
     };
     print(
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn syn_shell_sched_policy(sh: *const c_void, name: *const 
         );
         return synaptic_abi::Errno::Inval.negative();
     };
-    if crate::service::snapshot(|s| s.policy).is_none() {
+    if crate::service::snapshot(|s| s.policy.get()).is_none() {
         return not_running(sh);
     }
     crate::service::set_policy(policy);

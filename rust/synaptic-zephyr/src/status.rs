@@ -13,6 +13,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use heapless::{String, Vec};
 use synaptic_runtime::arena::MemStats;
+use synaptic_runtime::device::Policy;
 use synaptic_runtime::npu::NpuCapabilities;
 use synaptic_runtime::prof::InferenceProfile;
 use synaptic_serve::boot::{BootError, BootReport, Down, Link};
@@ -416,7 +417,7 @@ pub struct Snapshot {
     /// Arena statistics.
     pub mem: Option<MemStats>,
     /// NPU capabilities.
-    pub caps: Option<NpuCapabilities>,
+    pub caps: Published<NpuCapabilities>,
     /// The last profiled inference.
     pub prof: Option<InferenceProfile>,
     /// The last output of each model the CPU interpreter ran.
@@ -424,20 +425,60 @@ pub struct Snapshot {
     /// Why the service did not start, if it did not.
     pub setup_error: Option<&'static str>,
     /// The scheduler's placement policy in effect.
-    pub policy: Option<synaptic_runtime::device::Policy>,
+    pub policy: Published<Policy>,
     /// The scheduler's WRR weights.
     pub weights: Option<synaptic_runtime::arbiter::Weights>,
+}
+
+/// A value the serving thread publishes once it has it. `Option` would do,
+/// but its `None` for a type with a niche (a `bool`, an enum) is a nonzero
+/// byte, which would move the whole snapshot (1.3 KB) from `.bss` into
+/// `.data` and so into flash; this is all zeros until published.
+#[derive(Clone, Copy, Debug)]
+pub struct Published<T> {
+    known: bool,
+    value: T,
+}
+
+impl<T: Copy> Published<T> {
+    /// Not published yet; `zero` (all-zero bytes) is never shown.
+    const fn unknown(zero: T) -> Self {
+        Published {
+            known: false,
+            value: zero,
+        }
+    }
+
+    /// The value, once published.
+    pub fn get(&self) -> Option<T> {
+        self.known.then_some(self.value)
+    }
+
+    /// Publish `value` (`None`: not known).
+    pub fn set(&mut self, value: Option<T>) {
+        if let Some(v) = value {
+            self.value = v;
+        }
+        self.known = value.is_some();
+    }
 }
 
 /// The snapshot (one per program).
 pub static SNAPSHOT: KernelMutex<Snapshot> = KernelMutex::new(Snapshot {
     models: Vec::new(),
     mem: None,
-    caps: None,
+    caps: Published::unknown(NpuCapabilities {
+        max_input_bytes: 0,
+        max_output_bytes: 0,
+        dtype_mask: 0,
+        async_invoke: false,
+        sliced: false,
+        max_resident_models: 0,
+    }),
     prof: None,
     results: Vec::new(),
     setup_error: None,
-    policy: None,
+    policy: Published::unknown(Policy::NpuOnly),
     weights: None,
 });
 

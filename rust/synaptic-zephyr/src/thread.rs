@@ -1,10 +1,11 @@
-//! A thread in a static, started at most once, for the client's dispatch
-//! thread on CPU1. `#[zephyr::thread]` keeps a pool: it scans for a free
-//! entry under a critical section, joins exited threads to reuse them, and
-//! panics when none is free. A thread started once at attach and never
-//! ending needs none of that, and CPU1's image is held to 16 KB.
+//! A thread in a static, started at most once: the client's dispatch
+//! thread on CPU1 and the serving thread on CPU0. `#[zephyr::thread]` keeps
+//! a pool: it scans for a free entry under a critical section, joins exited
+//! threads to reuse them, panics when none is free, and its pool entry is
+//! initialised data (flash). A thread started once and never restarted
+//! needs none of that, and both images are held to a flash budget.
 
-use core::ffi::c_void;
+use core::ffi::{c_void, CStr};
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -36,8 +37,9 @@ impl StaticThread {
         }
     }
 
-    /// Run `entry(arg)` on `stack` at `priority` from now on; `false` when
-    /// this thread was started already.
+    /// Run `entry(arg)` on `stack` at `priority` from now on, named `name`
+    /// (what the kernel shell and fault reports show with
+    /// `CONFIG_THREAD_NAME`); `false` when this thread was started already.
     ///
     /// # Safety
     ///
@@ -49,7 +51,10 @@ impl StaticThread {
         entry: Entry,
         arg: *mut c_void,
         priority: i32,
+        name: &'static CStr,
     ) -> bool {
+        #[cfg(not(CONFIG_THREAD_NAME))]
+        let _ = name;
         if self.started.swap(true, Ordering::AcqRel) {
             return false;
         }
@@ -57,7 +62,7 @@ impl StaticThread {
         // k_thread; the stack is static and this thread's alone (caller's
         // contract), and so is what `arg` means to `entry`.
         unsafe {
-            raw::k_thread_create(
+            let tid = raw::k_thread_create(
                 self.thread.0.get(),
                 stack.data.get().cast(),
                 stack.size(),
@@ -67,8 +72,12 @@ impl StaticThread {
                 null_mut(),
                 priority,
                 0,
-                zephyr::sys::K_NO_WAIT,
+                zephyr::sys::K_FOREVER,
             );
+            // Named before it runs (only a name the kernel keeps).
+            #[cfg(CONFIG_THREAD_NAME)]
+            let _ = raw::k_thread_name_set(tid, name.as_ptr());
+            raw::k_thread_start(tid);
         }
         true
     }

@@ -130,7 +130,7 @@ extern "C" fn rust_main() {
     let report = match service::start(options, platform) {
         Ok(report) => report,
         Err(e) => {
-            printkln!("dual_model: FAIL (service did not start: {:?})", e);
+            printkln!("dual_model: FAIL (service did not start: {})", e);
             return;
         }
     };

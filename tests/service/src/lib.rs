@@ -158,7 +158,7 @@ fn run() -> Verdict {
     let boot = match service::start(options, platform) {
         Ok(boot) => boot,
         Err(e) => {
-            printkln!("service test: service did not start: {:?}", e);
+            printkln!("service test: service did not start: {}", e);
             return verdict;
         }
     };
