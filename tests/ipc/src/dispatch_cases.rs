@@ -11,10 +11,10 @@ use synaptic_ring::Producer;
 use synaptic_zephyr::sync::KernelSemaphore;
 use synaptic_zephyr::ztest::Outcome;
 use synaptic_zephyr::{zassert, zassert_eq, ztest_suite};
-use zephyr::time::Duration;
+use zephyr::time::{now, sleep, Duration};
 
 use crate::region::{RegionLease, RingAddress};
-use crate::{sleep_ms, uptime_ms, N};
+use crate::N;
 
 /// Capacity of the inbox of unhandled messages.
 const INBOX: usize = 4;
@@ -24,7 +24,7 @@ const THREAD_MESSAGES: u32 = 1_000;
 /// ring and meets `Full`.
 const WAKES_PER_NAP: u32 = 64;
 /// How long the dispatcher keeps going before it gives up on the peer.
-const THREAD_GIVE_UP_MS: i64 = 20_000;
+const THREAD_GIVE_UP_MS: u32 = 20_000;
 
 type TestInbox = Inbox<KernelSemaphore, INBOX>;
 type TestSender<'a> = Sender<'a, N, &'a TestDoorbell>;
@@ -216,9 +216,9 @@ fn receive_times_out() -> Outcome {
         inbox.receive(Timeout::NoWait) == Err(IpcError::TimedOut),
         "an empty inbox returned a message"
     );
-    let start = uptime_ms();
+    let start = now();
     let received = inbox.receive(Timeout::Millis(TIMEOUT_MS));
-    let waited = uptime_ms() - start;
+    let waited = (now() - start).to_millis();
     zephyr::printkln!(
         "receive(Millis({})) on an empty inbox returned after {} ms",
         TIMEOUT_MS,
@@ -361,7 +361,7 @@ fn peer_thread(ring: RingAddress, count: u32) {
                     // Ordering: a counter read after the join.
                     PEER.full.fetch_add(1, Ordering::Relaxed);
                     naps += 1;
-                    sleep_ms(1);
+                    sleep(Duration::millis_at_least(1));
                 }
                 Err(_) => {
                     // Ordering: read after the join.
@@ -395,18 +395,18 @@ fn run_against_peer(lease: &mut RegionLease) -> ThreadRun {
     let mut dispatcher = Dispatcher::new(rx, &inbox);
     let registered = dispatcher.register(MessageType::InferReq, &order);
     let peer = peer_thread(address, THREAD_MESSAGES).start();
-    let give_up = uptime_ms() + THREAD_GIVE_UP_MS;
+    let give_up = now() + Duration::millis_at_least(THREAD_GIVE_UP_MS.into());
     let mut wakes = 0;
     // Ordering: `failed` is a flag the peer sets before it exits.
     while registered.is_ok()
         && order.handled() < THREAD_MESSAGES
         && PEER.failed.load(Ordering::Relaxed) == 0
-        && uptime_ms() < give_up
+        && now() < give_up
     {
         dispatcher.wait_and_dispatch(&WAKE, Timeout::Millis(100));
         wakes += 1;
         if wakes % WAKES_PER_NAP == 0 {
-            sleep_ms(2);
+            sleep(Duration::millis_at_least(2));
         }
     }
     let joined = peer.join_timeout(Duration::millis_at_least(2_000)).is_ok();

@@ -28,16 +28,3 @@ fn cycles() -> u32 {
     unsafe { zephyr::raw::k_cycle_get_32() }
 }
 
-/// Milliseconds since boot.
-fn uptime_ms() -> i64 {
-    // SAFETY: a plain kernel call, valid from any thread.
-    unsafe { zephyr::raw::k_uptime_get() }
-}
-
-/// Sleep the calling thread for at least `ms` milliseconds.
-fn sleep_ms(ms: i32) {
-    // SAFETY: a plain kernel call from thread context.
-    unsafe {
-        zephyr::raw::k_msleep(ms);
-    }
-}
