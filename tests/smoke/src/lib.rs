@@ -65,13 +65,12 @@ ztest_suite!(abi_smoke {
 });
 
 fn sleep_advances_uptime() -> Outcome {
-    // SAFETY: k_uptime_get and k_msleep are plain kernel calls, valid from any thread.
-    let (before, after) = unsafe {
-        let before = raw::k_uptime_get();
-        raw::k_msleep(20);
-        (before, raw::k_uptime_get())
-    };
-    zassert!(after - before >= 20, "k_msleep(20) returned early");
+    use zephyr::time::{now, sleep, Duration};
+
+    let before = now();
+    sleep(Duration::millis_at_least(20));
+    let slept = (now() - before).to_millis();
+    zassert!(slept >= 20, "sleep(20 ms) returned early");
     Ok(())
 }
 
