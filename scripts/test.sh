@@ -122,6 +122,10 @@ tier_host() {
     check "cargo fmt --check" cargo fmt --all --check
     check "rustfmt --check (Zephyr crates)" bash -c 'rustfmt --check --edition 2021 $0 "$@"' $(zephyr_rust_files)
     check "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+    # The serving layer as a CPU0 image without a model store links it:
+    # no `updates` feature (the workspace's lint above unifies it on).
+    check "cargo clippy -D warnings (synaptic-serve, no features)" \
+        cargo clippy -p synaptic-serve --quiet -- -D warnings
     cargo_tests "cargo test --workspace" cargo test --workspace
     if [ -f "$root/rust/synaptic-ring/tests/loom.rs" ]; then
         cargo_tests "loom model check of the ring" \

@@ -687,6 +687,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
         // next turn while a previous swap's old version still runs).
         // A load first: the swap (a read-modify-write of the flag's cache
         // line) only when it is set, so the store costs requests nothing.
+        #[cfg(feature = "store")]
         if STORE_CHANGED.load(Ordering::Relaxed) && STORE_CHANGED.swap(false, Ordering::Acquire) {
             match server.follow_store(&mut rt) {
                 Ok(n) => {

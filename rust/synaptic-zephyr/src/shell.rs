@@ -173,7 +173,8 @@ pub extern "C" fn syn_shell_sched_stats(sh: *const c_void) -> c_int {
     if sh.is_null() {
         return synaptic_abi::Errno::Inval.negative();
     }
-    let Some((policy, weights)) = crate::service::snapshot(|s| s.policy.get().zip(s.weights)) else {
+    let Some((policy, weights)) = crate::service::snapshot(|s| s.policy.get().zip(s.weights))
+    else {
         return not_running(sh);
     };
     print(

@@ -27,4 +27,3 @@ fn cycles() -> u32 {
     // SAFETY: reading the cycle counter has no preconditions.
     unsafe { zephyr::raw::k_cycle_get_32() }
 }
-
