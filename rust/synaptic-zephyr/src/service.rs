@@ -618,18 +618,9 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             }
             let exported = server.export(&registry, &mut pipelines, handle).is_ok();
             if let Ok(info) = registry.info(handle) {
-                let mut name = heapless::String::new();
-                let _ = name.push_str(info.name.as_str());
-                let _ = snapshot.models.push(ModelLine {
-                    handle: handle.raw(),
-                    name,
-                    input: info.input_size(),
-                    output: info.output_size(),
-                    devices: info.devices,
-                    exported,
-                    predicted_us: [None; 2],
-                    samples: [0; 2],
-                });
+                let _ = snapshot
+                    .models
+                    .push(ModelLine::new(handle.raw(), info, exported));
             }
         }
         snapshot.mem = Some(arena.stats());
@@ -763,7 +754,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
                 if last.is_some() {
                     publish_profile(last);
                 }
-                publish_predictions(rt.registry);
+                publish_models(rt.registry);
             }
         }
     }
@@ -850,12 +841,20 @@ fn pause_for_device() {
     synaptic_runtime::time::Delay::delay_us(&ZephyrClock, 1);
 }
 
-/// Each registered model's service-time predictions, for `syn sched stats`.
-fn publish_predictions<const M: usize>(registry: &Registry<M>) {
+/// Each model line's served version (a hot swap registers a new one under
+/// the same name) and its service-time predictions, for `syn model list`
+/// and `syn sched stats`.
+fn publish_models<const M: usize>(registry: &Registry<M>) {
     let mut snapshot = SNAPSHOT.lock();
     for m in snapshot.models.iter_mut() {
+        let served = registry
+            .find(m.name.as_str())
+            .unwrap_or(ModelHandle::from_raw(m.handle));
+        if let Ok(info) = registry.info(served) {
+            m.follow(info);
+        }
         for d in Device::ALL {
-            if let Ok(t) = registry.service_time(ModelHandle::from_raw(m.handle), d) {
+            if let Ok(t) = registry.service_time(served, d) {
                 m.predicted_us[d.index()] = t.estimate_us();
                 m.samples[d.index()] = t.samples();
             }

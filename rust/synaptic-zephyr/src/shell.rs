@@ -90,9 +90,11 @@ pub extern "C" fn syn_shell_model_list(sh: *const c_void) -> c_int {
             print(
                 sh,
                 format_args!(
-                    "model 0x{:08x} {}: input {} B, output {} B, {}",
+                    "model 0x{:08x} {} v{} (crc32 0x{:08x}): input {} B, output {} B, {}",
                     m.handle,
                     m.name,
+                    m.version,
+                    m.crc32,
                     m.input,
                     m.output,
                     if m.exported {

@@ -16,6 +16,7 @@ use synaptic_runtime::arena::MemStats;
 use synaptic_runtime::device::Policy;
 use synaptic_runtime::npu::NpuCapabilities;
 use synaptic_runtime::prof::InferenceProfile;
+use synaptic_runtime::registry::ModelInfo;
 use synaptic_serve::boot::{BootError, BootReport, Down, Link};
 use synaptic_serve::{RttWords, ServeStats};
 
@@ -315,6 +316,10 @@ pub struct ModelLine {
     pub handle: u32,
     /// Registry name.
     pub name: String<32>,
+    /// Version and CRC-32 of the version served now (a hot swap replaces
+    /// them; `handle` stays the one CPU1 names the model by).
+    pub version: u32,
+    pub crc32: u32,
     /// Input bytes.
     pub input: usize,
     /// Output bytes.
@@ -330,6 +335,38 @@ pub struct ModelLine {
     pub predicted_us: [Option<u32>; 2],
     /// Runs measured on each device (see `predicted_us`).
     pub samples: [u32; 2],
+}
+
+impl ModelLine {
+    /// The line of the model `info` describes, registered as `handle`.
+    pub fn new(handle: u32, info: &ModelInfo, exported: bool) -> Self {
+        let mut name = String::new();
+        let _ = name.push_str(info.name.as_str());
+        let mut line = ModelLine {
+            handle,
+            name,
+            version: 0,
+            crc32: 0,
+            input: 0,
+            output: 0,
+            devices: info.devices,
+            exported,
+            predicted_us: [None; 2],
+            samples: [0; 2],
+        };
+        line.follow(info);
+        line
+    }
+
+    /// Take the facts of the version `info` describes (the one the name
+    /// serves now).
+    pub fn follow(&mut self, info: &ModelInfo) {
+        self.version = info.version;
+        self.crc32 = info.crc32;
+        self.input = info.input_size();
+        self.output = info.output_size();
+        self.devices = info.devices;
+    }
 }
 
 /// Largest output a [`ResultLine`] keeps (scores beyond it are not shown).

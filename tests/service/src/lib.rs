@@ -102,12 +102,26 @@ fn update_through_c_api() -> bool {
     }
     let followed = service::store_swaps() - swaps;
     let (list_rc, listed) = shell(c"syn store list", "speech: active v3, previous v2");
+    // The shell's model list follows the swap once the serving thread
+    // publishes (when idle, and every 64 answers while CPU1 soaks).
+    let serves_v3 = || {
+        service::snapshot(|s| {
+            s.models
+                .iter()
+                .any(|m| m.name.as_str() == p::SPEECH && m.version == 3)
+        })
+    };
+    let start = now();
+    while !serves_v3() && now() - start < Duration::millis_at_least(2000) {
+        sleep(Duration::millis_at_least(10));
+    }
+    let (models_rc, models_listed) = shell(c"syn model list", "speech v3 (crc32 0x");
     printkln!(
         "service test: version 3 through the C API -> {}; the service followed the store: {} model swapped",
         rc,
         followed
     );
-    rc == 0 && followed == 1 && list_rc == 0 && listed
+    rc == 0 && followed == 1 && list_rc == 0 && listed && models_rc == 0 && models_listed
 }
 
 #[no_mangle]
