@@ -626,6 +626,7 @@ impl NpuDevice for TfliteDevice<'_> {
             async_invoke: true,
             sliced: true,
             max_resident_models: 1,
+            queue_depth: 1,
         }
     }
 

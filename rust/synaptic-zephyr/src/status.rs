@@ -511,6 +511,7 @@ pub static SNAPSHOT: KernelMutex<Snapshot> = KernelMutex::new(Snapshot {
         async_invoke: false,
         sliced: false,
         max_resident_models: 0,
+        queue_depth: 0,
     }),
     prof: None,
     results: Vec::new(),
