@@ -1324,7 +1324,11 @@ mod tests {
         assert!(n.poll());
         assert_eq!(DONE.with(Cell::get), (1, 1, true));
         assert_eq!((n.state(), n.in_flight()), (NpuState::Busy, 1));
-        assert_eq!(output(&mut n), Ok(stub([1, 2, 3, 4])), "readable while busy");
+        assert_eq!(
+            output(&mut n),
+            Ok(stub([1, 2, 3, 4])),
+            "readable while busy"
+        );
         clock.advance(49);
         assert!(!n.poll());
         clock.advance(1);
