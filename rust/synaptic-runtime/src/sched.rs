@@ -429,6 +429,12 @@ pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
     /// [`Device::index`], until the device is seen idle again (its job may
     /// have been cancelled).
     runs: [Option<DeviceRun>; 2],
+    /// An NPU with a command queue: the job whose model step is queued
+    /// behind the running one (`None` once cancelled), and that step's run
+    /// (kept while the device holds it). It becomes the running step when
+    /// the running one is collected.
+    queued: Option<usize>,
+    queued_run: Option<DeviceRun>,
     /// xorshift32 state for [`PlacementQuery::random`] (never 0).
     random: u32,
     /// `Normal` / `BestEffort` arbitration ([`crate::arbiter`]).
@@ -533,6 +539,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             placement: prefer_npu,
             policy: Some(Policy::NpuOnly),
             runs: [None; 2],
+            queued: None,
+            queued_run: None,
             random: DEFAULT_RANDOM_SEED,
             wrr: Wrr::new(DEFAULT_WEIGHTS),
             slice_us: 0,
@@ -1010,6 +1018,10 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             // or (sliced) the next step aborts it.
             *on = None;
         }
+        if self.queued == Some(i) {
+            // Queued on the NPU: it runs when its turn comes, unclaimed.
+            self.queued = None;
+        }
         self.set_state(i, State::Free);
         let slot = &mut self.slots[i];
         slot.request = None;
@@ -1353,7 +1365,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         held: Busy,
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> Option<StepOutcome> {
-        let blocked = [busy[0] || held[0], busy[1] || held[1]];
+        let npu = Device::Npu.index();
+        // A busy NPU with room in its command queue takes a step of the
+        // model it has loaded, queued behind the running one: it starts
+        // as that one ends, without waiting for this thread.
+        let queue_room = busy[npu]
+            && !held[npu]
+            && self.queued_run.is_none()
+            && env.npu.capabilities().queue_depth > 1;
+        let mut blocked = [(busy[npu] && !queue_room) || held[npu], busy[1] || held[1]];
         // A model step is placed when it is first picked: the answer says
         // whether it waits for a busy device and where it runs (a placement
         // error is reported when it runs). A step waiting for its device
@@ -1369,8 +1389,9 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             };
             // With idle devices and no CPU device there is nothing to
             // decide, and no lookup is made.
+            let mut model = None;
             let placed = if busy[0] || busy[1] || env.cpu.is_some() {
-                let model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
+                model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
                     match p.steps().get(usize::from(next)) {
                         Some(Step::Model(h)) => Some(*h),
                         _ => None,
@@ -1383,9 +1404,34 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             } else {
                 None
             };
+            let loaded = |env: &Env<'_, N, C, M, P, S>| {
+                model.is_some_and(|h| {
+                    env.registry
+                        .info_resident(h, &*env.npu)
+                        .is_ok_and(|(_, resident)| resident)
+                })
+            };
             match placed {
+                // A REALTIME step takes the queue from a step of another
+                // class: that one runs again later, so the REALTIME job
+                // waits for the running step only, as without a queue.
+                Some(Ok(Device::Npu))
+                    if blocked[npu]
+                        && !held[npu]
+                        && priority == Priority::RealTime
+                        && loaded(env)
+                        && self.overtake_queued(env) =>
+                {
+                    break (i, charge, next, pipeline_id, placed);
+                }
                 Some(Ok(device)) if blocked[device.index()] => {
                     self.slots[i].placed = Some((next, device));
+                }
+                // Queued behind the running step: only a step of the model
+                // the device has loaded; another waits for the device.
+                Some(Ok(Device::Npu)) if busy[npu] && !loaded(env) => {
+                    self.slots[i].placed = Some((next, Device::Npu));
+                    blocked[npu] = true;
                 }
                 _ => break (i, charge, next, pipeline_id, placed),
             }
@@ -1502,15 +1548,23 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     } else {
                         0
                     };
-                    self.on_device[device.index()] = Some(i);
-                    self.runs[device.index()] = Some(DeviceRun {
+                    let run = DeviceRun {
                         model: handle,
                         started_us: started,
                         sliced,
                         busy_us,
                         seen_busy_us: started,
                         late: false,
-                    });
+                    };
+                    if device == Device::Npu && busy[npu] {
+                        // In the NPU's queue: its time starts when the
+                        // running step is collected.
+                        self.queued = Some(i);
+                        self.queued_run = Some(run);
+                    } else {
+                        self.on_device[device.index()] = Some(i);
+                        self.runs[device.index()] = Some(run);
+                    }
                     Some(done(false))
                 }
                 Err(e) => {
@@ -1543,6 +1597,70 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             },
             env,
         ))
+    }
+
+    /// Whether the NPU's queued step belongs to a job that is not
+    /// REALTIME and the device gave it back: the job then waits for the
+    /// NPU again, from the same step, and the queue is free.
+    fn overtake_queued<N: NpuDevice, C: Clock, const M: usize, const P: usize, const S: usize>(
+        &mut self,
+        env: &mut Env<'_, N, C, M, P, S>,
+    ) -> bool {
+        let Some(q) = self.queued else {
+            return false;
+        };
+        let realtime = self.slots[q]
+            .request
+            .as_ref()
+            .is_some_and(|r| r.priority == Priority::RealTime);
+        if realtime || !env.npu.withdraw() {
+            return false;
+        }
+        self.queued = None;
+        self.queued_run = None;
+        self.requeue(q);
+        true
+    }
+
+    /// Job `i`, whose model step was on a device that gave it back (a
+    /// withdrawn or dropped queue entry), waits to run that step again.
+    fn requeue(&mut self, i: usize) {
+        if let State::OnDevice { at, .. } = self.slots[i].state {
+            self.set_state(
+                i,
+                State::Running {
+                    next: at.next,
+                    current: at.current,
+                    meta: at.meta,
+                },
+            );
+        }
+    }
+
+    /// The NPU's running step was collected: the queued one, which the
+    /// device started as that one ended, is now the running step, timed
+    /// from `now_us`; or, when the device dropped it with a fault, its job
+    /// waits to run the step again.
+    fn promote(&mut self, dropped: bool, now_us: u64) {
+        let Some(mut run) = self.queued_run.take() else {
+            return;
+        };
+        let queued = self.queued.take();
+        let npu = Device::Npu.index();
+        if dropped {
+            if let Some(q) = queued {
+                self.requeue(q);
+            }
+            return;
+        }
+        run.started_us = now_us;
+        run.seen_busy_us = now_us;
+        run.late = false;
+        self.runs[npu] = Some(run);
+        self.on_device[npu] = queued;
+        if let Some(State::OnDevice { started_us, .. }) = queued.map(|q| &mut self.slots[q].state) {
+            *started_us = now_us;
+        }
     }
 
     /// Work held the scheduler's thread: a device that runs by itself may
@@ -1587,7 +1705,15 @@ impl<'a, const J: usize> Scheduler<'a, J> {
     ) -> (Option<Collected>, bool) {
         let k = device.index();
         let mut sliced = false;
-        if dev.state() == NpuState::Busy {
+        // The device's runs this scheduler started and has not collected:
+        // the running step's, and (NPU) the one queued behind it. Fewer in
+        // flight means the running one is done, although a device with a
+        // queue stays busy with the next; it is not polled again before
+        // that output is taken (a poll may complete the next run, and the
+        // device keeps one output).
+        let queued = u8::from(device == Device::Npu && self.queued_run.is_some());
+        let ours = u8::from(self.runs[k].is_some()).max(1) + queued;
+        if dev.in_flight() >= ours {
             let orphan = self.on_device[k].is_none();
             match self.runs[k] {
                 // A cancelled job's sliced step: stop it, or (a device
@@ -1617,7 +1743,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                     dev.poll();
                 }
             }
-            if dev.state() == NpuState::Busy {
+            if dev.in_flight() >= ours {
                 if let Some(run) = &mut self.runs[k] {
                     run.seen_busy_us = clock.now_us();
                     run.late = false;
@@ -1625,9 +1751,14 @@ impl<'a, const J: usize> Scheduler<'a, J> {
                 return (None, sliced);
             }
         }
-        // The device is done: its step in flight (if any) with it.
+        // The device is done: its step in flight (if any) with it, and the
+        // queued step runs now (or, dropped with a fault, waits again).
         let run = self.runs[k].take();
-        let Some(i) = self.on_device[k].take() else {
+        let head = self.on_device[k].take();
+        if queued > 0 {
+            self.promote(dev.state() == NpuState::Error, clock.now_us());
+        }
+        let Some(i) = head else {
             // A cancelled job's invoke failed: leave the device usable.
             if dev.state() == NpuState::Error {
                 let _ = dev.clear_error();
@@ -1958,7 +2089,12 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         self.slots.iter().any(|s| {
             !matches!(s.state, State::Free)
                 && s.request.as_ref().is_some_and(|r| r.pipeline == pipeline)
-        }) || self.runs.iter().flatten().any(|r| r.model == model)
+        }) || self
+            .runs
+            .iter()
+            .chain(&[self.queued_run])
+            .flatten()
+            .any(|r| r.model == model)
     }
 }
 
@@ -2588,6 +2724,135 @@ mod tests {
         );
         assert_eq!(claim(&mut sched, ja), expected(rig.model, &a));
         assert_eq!(claim(&mut sched, jb), expected(rig.model, &b));
+    }
+
+    /// A scheduler of four jobs in overlap mode over a rig whose NPU has
+    /// a command queue, with one job of `p` per input submitted.
+    fn queued_rig<'a>(
+        rig: &mut Rig,
+        work: &'a mut [u8],
+        p: PipelineId,
+        data: &'a [[u8; 8]],
+        priorities: &[Priority],
+    ) -> (Scheduler<'a, 4>, [JobId; 3]) {
+        rig.npu.set_command_queue(true);
+        let mut sched = Scheduler::new(work);
+        sched.set_overlap(true).unwrap();
+        let ids = core::array::from_fn(|k| {
+            let request = with(JobRequest::new(p, input(&data[k])), priorities[k], true);
+            sched.submit(request, &rig.pool, rig.clock).unwrap()
+        });
+        (sched, ids)
+    }
+
+    #[test]
+    fn a_queued_npu_step_starts_as_the_running_one_ends() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [[1u8; 8], [2u8; 8], [3u8; 8]];
+        let mut work = [0u8; 512];
+        let normal = [Priority::Normal; 3];
+        let (mut sched, [a, b, c]) = queued_rig(&mut rig, &mut work, p, &data, &normal);
+        let t0 = rig.clock.now_us();
+        // A starts, B is queued behind it, C waits: the queue holds one.
+        assert_eq!(sched.step(&mut rig.env()), ran(a, 0, false));
+        assert_eq!(sched.step(&mut rig.env()), ran(b, 0, false));
+        assert_eq!(rig.npu.in_flight(), 2);
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        // Collected late: B has run since A ended. One call collects A,
+        // makes B the running step and queues C.
+        rig.clock.advance(NPU_US + NPU_US / 2);
+        assert_eq!(sched.step(&mut rig.env()), ran(c, 0, false));
+        assert!(matches!(sched.status(a), Ok(JobStatus::Done(_))));
+        assert_eq!(rig.npu.in_flight(), 2);
+        // B is done at 2 x NPU_US, C at 3 x: the device never waited.
+        rig.clock.advance(NPU_US / 2);
+        assert_eq!(sched.step(&mut rig.env()), ran(b, 0, true));
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(c, 0, true));
+        assert_eq!(rig.clock.now_us() - t0, 3 * NPU_US);
+        assert_eq!(rig.npu.invoke_count(), 3);
+        for (id, d) in [a, b, c].into_iter().zip(&data) {
+            assert_eq!(claim(&mut sched, id), expected(rig.model, d));
+        }
+        assert!(sched.is_idle());
+    }
+
+    #[test]
+    fn a_realtime_step_takes_the_npu_queue_from_a_normal_one() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        let data = [[1u8; 8], [2u8; 8], [3u8; 8]];
+        let mut work = [0u8; 512];
+        let classes = [Priority::Normal, Priority::Normal, Priority::RealTime];
+        let (mut sched, [a, b, r]) = queued_rig(&mut rig, &mut work, p, &data, &classes);
+        // R arrived last but is picked first: it starts, A is queued.
+        assert_eq!(sched.step(&mut rig.env()), ran(r, 0, false));
+        assert_eq!(sched.step(&mut rig.env()), ran(a, 0, false));
+        // Now with R done and A running, queue B, then make a second
+        // REALTIME job arrive: it takes B's place in the queue.
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(b, 0, false));
+        assert!(matches!(sched.status(r), Ok(JobStatus::Done(_))));
+        assert_eq!(claim(&mut sched, r), expected(rig.model, &data[2]));
+        let urgent = [9u8; 8];
+        let request = with(JobRequest::new(p, input(&urgent)), Priority::RealTime, true);
+        let r2 = sched.submit(request, &rig.pool, rig.clock).unwrap();
+        assert_eq!(sched.step(&mut rig.env()), ran(r2, 0, false));
+        assert_eq!(sched.status(b), Ok(JobStatus::Running { next_step: 0 }));
+        assert_eq!(rig.npu.in_flight(), 2);
+        // A ends, R2 runs (B queued again), R2 ends before B starts.
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(b, 0, false));
+        assert!(matches!(sched.status(a), Ok(JobStatus::Done(_))));
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(r2, 0, true));
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(b, 0, true));
+        assert_eq!(claim(&mut sched, a), expected(rig.model, &data[0]));
+        assert_eq!(claim(&mut sched, b), expected(rig.model, &data[1]));
+        assert_eq!(claim(&mut sched, r2), expected(rig.model, &urgent));
+        assert_eq!(rig.npu.invoke_count(), 4, "B's withdrawn entry never ran");
+    }
+
+    #[test]
+    fn a_fault_or_a_cancel_loses_no_queued_step() {
+        let mut rig = Rig::new();
+        let p = rig.pipeline("p", &[], &[]);
+        rig.npu.fail_on_marker(true);
+        let data = [[FAIL_MARKER; 8], [2u8; 8], [3u8; 8]];
+        let mut work = [0u8; 512];
+        let normal = [Priority::Normal; 3];
+        let (mut sched, [bad, b, c]) = queued_rig(&mut rig, &mut work, p, &data, &normal);
+        assert_eq!(sched.step(&mut rig.env()), ran(bad, 0, false));
+        assert_eq!(sched.step(&mut rig.env()), ran(b, 0, false));
+        // The fault drops B's queued run; B starts again in the same call.
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(b, 0, false));
+        assert_eq!(
+            sched.status(bad),
+            Ok(JobStatus::Failed(JobError::Npu(NpuError::DeviceFault)))
+        );
+        // C queued behind B, then cancelled: its run ends unclaimed and a
+        // later job gets its own output.
+        assert_eq!(sched.step(&mut rig.env()), ran(c, 0, false));
+        sched.cancel(c).unwrap();
+        let late = [4u8; 8];
+        let d = sched
+            .submit(JobRequest::new(p, input(&late)), &rig.pool, rig.clock)
+            .unwrap();
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(d, 0, false));
+        assert!(matches!(sched.status(b), Ok(JobStatus::Done(_))));
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), StepOutcome::Waiting);
+        rig.clock.advance(NPU_US);
+        assert_eq!(sched.step(&mut rig.env()), ran(d, 0, true));
+        assert_eq!(claim(&mut sched, b), expected(rig.model, &data[1]));
+        assert_eq!(claim(&mut sched, d), expected(rig.model, &late));
+        assert!(sched.is_idle());
     }
 
     #[test]
