@@ -575,6 +575,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     npu.set_latency_us(options.npu_latency_us);
     npu.fail_on_marker(options.npu_fail_on_marker);
     npu.set_null(options.npu_null);
+    npu.set_command_queue(cfg!(CONFIG_SYNAPTIC_NPU_COMMAND_QUEUE));
     let mut latency_us = u32::try_from(options.npu_latency_us).unwrap_or(u32::MAX);
     NPU_LATENCY_US.store(latency_us, Ordering::Relaxed);
     let Some(work) = WORK.try_take() else {
@@ -708,8 +709,10 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             // A job is on the device and nothing else to do: watch the
             // device and the intake (it marks a slot held for each request
             // it posts) closely, then turn again; no idle bookkeeping.
-            let held = LEDGER.mask();
-            while rt.npu.state() == NpuState::Busy && LEDGER.mask() == held {
+            // Until one run completes, not two: a device with a command
+            // queue keeps one output, which the scheduler takes first.
+            let (held, in_flight) = (LEDGER.mask(), rt.npu.in_flight());
+            while rt.npu.in_flight() == in_flight && LEDGER.mask() == held {
                 pause_for_device();
                 rt.npu.poll();
             }

@@ -123,13 +123,14 @@ pub extern "C" fn syn_shell_npu_caps(sh: *const c_void) -> c_int {
     print(
         sh,
         format_args!(
-            "npu (stub): max input {} B, max output {} B, int8 {}, float32 {}, async {}, resident models {}",
+            "npu (stub): max input {} B, max output {} B, int8 {}, float32 {}, async {}, resident models {}, command queue {}",
             c.max_input_bytes,
             c.max_output_bytes,
             if c.supports(DType::Int8) { "yes" } else { "no" },
             if c.supports(DType::Float32) { "yes" } else { "no" },
             if c.async_invoke { "yes" } else { "no" },
-            c.max_resident_models
+            c.max_resident_models,
+            c.queue_depth
         ),
     );
     0

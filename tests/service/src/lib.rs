@@ -208,7 +208,7 @@ fn run() -> Verdict {
     let shell_ok = [
         shell(c"syn version", "synaptic "),
         shell(c"syn model list", "3 models"),
-        shell(c"syn npu caps", "npu (stub)"),
+        shell(c"syn npu caps", "command queue 2"),
         shell(c"syn mem stats", "arena: total"),
         shell(c"syn prof last", "last inference: total"),
         shell(c"syn ipc status", "link: UP"),
