@@ -592,6 +592,8 @@ impl<const N: usize> Registry<N> {
     /// The model's description, and whether it is resident on `npu` (a
     /// [`Registry::load`] now would do nothing): one handle check for the
     /// scheduler's staging of a model step.
+    // Inlined: it is on every inference's path (staging a model step).
+    #[inline(always)]
     pub(crate) fn info_resident<D: NpuDevice + ?Sized>(
         &self,
         handle: ModelHandle,
