@@ -687,6 +687,25 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             _ => 0,
         };
         let mut backlogs = Device::ALL.map(backlog);
+        // A step in the NPU's command queue runs next there, unless this
+        // step is REALTIME and would take a lower class's queued place.
+        if let Some(run) = self.queued_run {
+            let class = |i: usize| self.slots[i].request.as_ref().map(|r| r.priority);
+            let taken = priority == Priority::RealTime
+                && self
+                    .queued
+                    .and_then(class)
+                    .is_some_and(|c| c != Priority::RealTime);
+            let whole = env
+                .registry
+                .service_time(run.model, Device::Npu)
+                .ok()
+                .and_then(|t| t.estimate_us());
+            if let (false, Some(us)) = (taken, whole) {
+                let b = &mut backlogs[Device::Npu.index()];
+                *b = b.saturating_add(u64::from(us));
+            }
+        }
         // Steps placed on a busy device and waiting for it are its work
         // too, those that will run first: of this class or a higher one.
         for s in self.slots.iter() {
