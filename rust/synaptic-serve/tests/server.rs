@@ -15,7 +15,7 @@ use synaptic_abi::{
 use synaptic_ipc::Timeout;
 use synaptic_ring::{Consumer, Producer};
 use synaptic_runtime::arena::{DType, Shape, TensorMeta, TensorRef};
-use synaptic_runtime::npu::stub_output;
+use synaptic_runtime::npu::{stub_output, NpuDevice};
 use synaptic_runtime::pipeline::{PipelineError, Stage};
 use synaptic_runtime::process::stages::StageConfig;
 use synaptic_runtime::process::ProcessError;
@@ -911,6 +911,60 @@ fn k_slots_are_served_concurrently_and_realtime_overtakes_normal() {
         assert_eq!(h.region.service_time(h.hidden.raw()), None);
         let s = h.server.stats();
         assert_eq!((s.served, s.errors, s.latency_max_us), (4, 0, 2800));
+    });
+}
+
+#[test]
+fn a_command_queue_starts_each_request_as_the_one_before_ends() {
+    run_with_intake(|h, cpu1, intake, inbox| {
+        // As CPU0's service runs it: asynchronous, with the stub's queue.
+        h.rt.scheduler.set_overlap(true).unwrap();
+        h.rt.npu.set_latency_us(NPU_US);
+        h.rt.npu.set_command_queue(true);
+        let mut expected = Vec::new();
+        for slot in 0..4 {
+            let id = slot as u32 + 1;
+            h.stage_in(slot, h.kws.raw(), KWS_IN as u32, 200 + id);
+            expected.push(h.expected_in(slot, h.kws, KWS_IN, KWS_OUT));
+            cpu1.push(h.infer_msg_in(slot, id, Priority::Normal, KWS_IN))
+                .unwrap();
+        }
+        assert_eq!(intake.drain(h.ledger, inbox, h.port), 4);
+        let turns = |h: &mut H<'_, '_>, order: &mut Vec<u32>| {
+            for _ in 0..8 {
+                h.server
+                    .poll(inbox, &mut h.rt, h.port, h.ledger, Timeout::NoWait);
+                while let Some(r) = h.reply() {
+                    assert_eq!(r.status, KWS_OUT as i32);
+                    order.push(r.msg_id);
+                }
+            }
+        };
+        let mut order = Vec::new();
+        turns(h, &mut order);
+        assert_eq!(h.rt.npu.in_flight(), 2, "one running, one queued");
+        // Collected late, half a run after the first ended: the second
+        // started when the first ended, so it is done half a run later,
+        // not a whole one (as it would be, started at the collection).
+        h.rt.clock.advance(NPU_US + NPU_US / 2);
+        turns(h, &mut order);
+        assert_eq!(order, [1]);
+        for k in 2..=4 {
+            h.rt.clock.advance(if k == 2 { NPU_US / 2 } else { NPU_US });
+            turns(h, &mut order);
+            assert_eq!(
+                order.len(),
+                k,
+                "request {k} done {NPU_US} us after the one before"
+            );
+        }
+        assert_eq!(order, [1, 2, 3, 4]);
+        for (slot, want) in expected.iter().enumerate() {
+            assert_eq!(&h.output_in(slot, KWS_OUT), want, "slot {slot}");
+        }
+        assert_eq!((h.rt.npu.invoke_count(), h.rt.npu.in_flight()), (4, 0));
+        assert_eq!(h.ledger.mask(), 0);
+        assert!(h.rt.scheduler.is_idle());
     });
 }
 
