@@ -6,6 +6,9 @@
 #   <out>/placement.csv                one row per policy, load and class
 #   <out>/placement_throughput.png, <out>/placement_p99.png,
 #   <out>/placement_model.png
+#   <out>/placement_phases.md          the latency model's error on one
+#                                      phase of the emulated benchmark,
+#                                      over 200 arrival sequences
 #
 #   scripts/placement-bench.sh [output directory]   (default: build/placement)
 #
@@ -20,3 +23,8 @@ mkdir -p "$out"
 (cd "$root/rust" && cargo run -q --release -p synaptic-sim --example placement_bench -- \
     --csv "$out/placement.csv") | tee "$out/placement.md"
 "$venv/bin/python" "$root/scripts/placement_plots.py" "$out/placement.csv" "$out"
+# How far one phase of the emulated benchmark can judge the latency model:
+# the same phase over many arrival sequences (<out>/placement_phases.md).
+echo
+(cd "$root/rust" && cargo run -q --release -p synaptic-sim --example placement_bench -- --phases) |
+    tee "$out/placement_phases.md"

@@ -95,6 +95,57 @@ const CPU_SEED: u32 = 2;
 const INPUT_LEN: usize = 8;
 const OUTPUT_LEN: usize = 4;
 
+/// What one run serves: the devices' times per model, the arrival mix and
+/// how many arrivals make the run.
+#[derive(Clone, Copy)]
+struct Workload {
+    cpu_us: [u64; 2],
+    npu_us: [u64; 2],
+    streams: &'static [(usize, Priority, f64)],
+    /// Arrivals until this time (and the first `warmup_us` of them not
+    /// measured) ...
+    window_us: u64,
+    warmup_us: u64,
+    /// ... or, when set, exactly this many arrivals, all measured, from
+    /// an empty system (a phase of the emulated benchmark).
+    count: Option<usize>,
+    seed: u64,
+}
+
+/// The benchmark's workload: both models, five hours per run.
+const MAIN: Workload = Workload {
+    cpu_us: CPU_US,
+    npu_us: NPU_US,
+    streams: &STREAMS,
+    window_us: WINDOW_US,
+    warmup_us: WARMUP_US,
+    count: None,
+    seed: SEED,
+};
+
+/// A phase of the emulated placement benchmark (`tests/offload_bench`,
+/// README "Placement figures"): keyword spotting alone, its interpreter
+/// time as calibrated there (9,525,865 ticks at 25 MHz) and the stub at 2/3
+/// of it, REALTIME 20 %, NORMAL 55 %, BEST_EFFORT 25 %, 240 arrivals from
+/// an empty system.
+const PHASE_CPU_US: u64 = 381_035;
+const PHASE_STREAMS: [(usize, Priority, f64); 3] = [
+    (1, Priority::RealTime, 0.20),
+    (1, Priority::Normal, 0.55),
+    (1, Priority::BestEffort, 0.25),
+];
+const PHASE: Workload = Workload {
+    cpu_us: [PHASE_CPU_US; 2],
+    npu_us: [PHASE_CPU_US * 2 / 3; 2],
+    streams: &PHASE_STREAMS,
+    window_us: u64::MAX,
+    warmup_us: 0,
+    count: Some(240),
+    seed: SEED,
+};
+/// Seeds of the phase study (`--phases`).
+const PHASE_SEEDS: u64 = 200;
+
 /// Class order of the tables (highest first) and `Priority::index` of each.
 const CLASSES: [Priority; 3] = [Priority::RealTime, Priority::Normal, Priority::BestEffort];
 
@@ -125,28 +176,30 @@ struct Arrival {
 
 /// The Poisson arrivals of one load (the same seed at every load and
 /// policy: every policy sees the same requests).
-fn arrivals(load: f64) -> Vec<Arrival> {
-    let mean_npu_us: f64 = STREAMS
+fn arrivals(w: &Workload, load: f64) -> Vec<Arrival> {
+    let mean_npu_us: f64 = w
+        .streams
         .iter()
-        .map(|(m, _, share)| share * NPU_US[*m] as f64)
+        .map(|(m, _, share)| share * w.npu_us[*m] as f64)
         .sum();
     let rate_per_us = load / mean_npu_us;
-    let mut rng = SplitMix(SEED);
+    let mut rng = SplitMix(w.seed);
     let mut t = 0.0f64;
     let mut out = Vec::new();
     loop {
         t += -rng.unit().ln() / rate_per_us;
-        if t >= WINDOW_US as f64 {
+        if t >= w.window_us as f64 || w.count.is_some_and(|n| out.len() == n) {
             return out;
         }
         let mut pick = rng.unit();
-        let &(model, class, _) = STREAMS
+        let &(model, class, _) = w
+            .streams
             .iter()
             .find(|(_, _, share)| {
                 pick -= share;
                 pick <= 0.0
             })
-            .unwrap_or(&STREAMS[STREAMS.len() - 1]);
+            .unwrap_or(&w.streams[w.streams.len() - 1]);
         out.push(Arrival {
             at_us: t as u64,
             model,
@@ -185,7 +238,7 @@ struct Run {
     predictions: Vec<(usize, Device, Option<u32>)>,
 }
 
-fn run(policy: Policy, load: f64) -> Run {
+fn run(w: &Workload, policy: Policy, load: f64) -> Run {
     let clock: &'static FakeClock = Box::leak(Box::new(FakeClock::new(0)));
     let mut registry: Registry<4> = Registry::new();
     let mut pool: PipelinePool<4, 4> = PipelinePool::new();
@@ -202,9 +255,15 @@ fn run(policy: Policy, load: f64) -> Run {
         handles.push((h, p));
     }
     let table = |us: [u64; 2]| [(handles[0].0.raw(), us[0]), (handles[1].0.raw(), us[1])];
-    let mut npu = TimedStub::new(clock, NPU_SEED, WINDOW_US).with_latencies(&table(NPU_US));
-    let mut cpu = TimedStub::new(clock, CPU_SEED, WINDOW_US)
-        .with_latencies(&table(CPU_US))
+    let arrived = arrivals(w, load);
+    // A counted run's window is its arrivals' span.
+    let window_us = match w.count {
+        Some(_) => arrived.last().map_or(1, |a| a.at_us.max(1)),
+        None => w.window_us,
+    };
+    let mut npu = TimedStub::new(clock, NPU_SEED, window_us).with_latencies(&table(w.npu_us));
+    let mut cpu = TimedStub::new(clock, CPU_SEED, window_us)
+        .with_latencies(&table(w.cpu_us))
         .sliced(SLICE_US);
     // What each device answers for each model: tells where a job ran.
     let answer = |seed: u32, m: usize| {
@@ -230,7 +289,7 @@ fn run(policy: Policy, load: f64) -> Run {
         )
         .expect("input")
     };
-    let mut pending: VecDeque<Arrival> = arrivals(load).into();
+    let mut pending: VecDeque<Arrival> = arrived.into();
     let mut in_flight: Vec<(JobId, Arrival)> = Vec::new();
     let mut done: Vec<Done> = Vec::new();
     let mut dropped = [0usize; 3];
@@ -288,13 +347,16 @@ fn run(policy: Policy, load: f64) -> Run {
         }
     }
 
-    let window_s = WINDOW_US as f64 * 1e-6;
+    let window_s = window_us as f64 * 1e-6;
     let completed_in_window = done
         .iter()
-        .filter(|d| d.arrived_us + d.latency_us <= WINDOW_US)
+        .filter(|d| d.arrived_us + d.latency_us <= window_us)
         .count();
-    let measured: Vec<&Done> = done.iter().filter(|d| d.arrived_us >= WARMUP_US).collect();
-    let measured_s = (WINDOW_US - WARMUP_US) as f64 * 1e-6;
+    let measured: Vec<&Done> = done
+        .iter()
+        .filter(|d| d.arrived_us >= w.warmup_us)
+        .collect();
+    let measured_s = (window_us - w.warmup_us) as f64 * 1e-6;
 
     // The latency model that fits the policy's routing, on each class's
     // arrivals, service on either device and measured split.
@@ -306,16 +368,16 @@ fn run(policy: Policy, load: f64) -> Run {
         }
         let n = jobs.len() as f64;
         let mean = |times: [u64; 2]| jobs.iter().map(|d| times[d.model] as f64).sum::<f64>() / n;
-        let npu_mean = mean(NPU_US);
+        let npu_mean = mean(w.npu_us);
         let second = jobs
             .iter()
-            .map(|d| (NPU_US[d.model] as f64).powi(2))
+            .map(|d| (w.npu_us[d.model] as f64).powi(2))
             .sum::<f64>()
             / n;
         let on = |device| jobs.iter().filter(|d| d.device == device).count() as f32;
         pooled_load[class.index()] = PooledClass {
             arrivals_per_s: (n / measured_s) as f32,
-            service_us: [npu_mean as f32, mean(CPU_US) as f32],
+            service_us: [npu_mean as f32, mean(w.cpu_us) as f32],
             service_scv: (second / (npu_mean * npu_mean) - 1.0) as f32,
             share: [on(Device::Npu), on(Device::CpuInterpreter)],
         };
@@ -355,8 +417,8 @@ fn run(policy: Policy, load: f64) -> Run {
         load,
         throughput: completed_in_window as f64 / window_s,
         util: [
-            npu.busy_in_window_us() as f64 / WINDOW_US as f64,
-            cpu.busy_in_window_us() as f64 / WINDOW_US as f64,
+            npu.busy_in_window_us() as f64 / window_us as f64,
+            cpu.busy_in_window_us() as f64 / window_us as f64,
         ],
         class,
         predictions,
@@ -388,8 +450,9 @@ fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--csv" => csv_path = args.next(),
+            "--phases" => return phase_study(),
             other => {
-                eprintln!("usage: placement_bench [--csv FILE] (unknown {other})");
+                eprintln!("usage: placement_bench [--csv FILE | --phases] (unknown {other})");
                 std::process::exit(2);
             }
         }
@@ -417,7 +480,7 @@ fn main() {
     let mut runs = Vec::new();
     for load in LOADS {
         for policy in Policy::ALL {
-            let r = run(policy, load);
+            let r = run(&MAIN, policy, load);
             let cell = |f: &ClassFigures| match (f.predicted_us, error_pct(f)) {
                 (Some(p), Some(e)) => format!("{} ({:+.0} %)", ms(p), e),
                 _ => "unstable".to_string(),
@@ -529,5 +592,60 @@ fn main() {
         f.write_all(csv.as_bytes()).expect("write csv");
         println!();
         println!("CSV: {path}");
+    }
+}
+
+/// `--phases`: how far the latency model can be judged on one phase of the
+/// emulated benchmark. The same phase (workload, policy, load) is run with
+/// `PHASE_SEEDS` different arrival sequences; per policy, load and class it
+/// prints the model's error on each phase's measured mean: the median and
+/// the 5th and 95th percentiles over the seeds, and how many phases the
+/// model predicted a steady state for. A spread this wide is the
+/// measurement's: 240 arrivals are too few to pin a mean.
+fn phase_study() {
+    println!(
+        "latency model on one emulated-benchmark phase ({} arrivals from empty, keyword spotting: CPU {} us, NPU {} us; REALTIME 20 %, NORMAL 55 %, BEST_EFFORT 25 %), {PHASE_SEEDS} arrival sequences per cell",
+        PHASE.count.unwrap_or(0),
+        PHASE.cpu_us[1],
+        PHASE.npu_us[1]
+    );
+    println!("error = (predicted - measured) / measured mean latency of the phase; median [5th, 95th percentile] over the sequences");
+    println!();
+    println!("| policy | load | REALTIME | NORMAL | BEST_EFFORT |");
+    println!("|---|---:|---:|---:|---:|");
+    for load in [0.6, 1.2] {
+        for policy in Policy::ALL {
+            let mut errors: [Vec<f64>; 3] = Default::default();
+            for k in 0..PHASE_SEEDS {
+                let w = Workload {
+                    seed: SEED ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    ..PHASE
+                };
+                let r = run(&w, policy, load);
+                for c in CLASSES {
+                    if let Some(e) = error_pct(&r.class[c.index()]) {
+                        errors[c.index()].push(e);
+                    }
+                }
+            }
+            let cell = |e: &mut Vec<f64>| {
+                if e.len() * 2 < PHASE_SEEDS as usize {
+                    return format!(
+                        "unstable in {} of {PHASE_SEEDS}",
+                        PHASE_SEEDS as usize - e.len()
+                    );
+                }
+                e.sort_by(f64::total_cmp);
+                let at = |q: usize| e[(e.len() - 1) * q / 100];
+                format!("{:+.0} % [{:+.0}, {:+.0}]", at(50), at(5), at(95))
+            };
+            println!(
+                "| {} | {load:.1} | {} | {} | {} |",
+                policy.name(),
+                cell(&mut errors[Priority::RealTime.index()]),
+                cell(&mut errors[Priority::Normal.index()]),
+                cell(&mut errors[Priority::BestEffort.index()]),
+            );
+        }
     }
 }
