@@ -20,7 +20,9 @@
 #                       and the latency model's figure
 #   <out>/placement.md  the placement benchmark (scripts/placement-bench.sh)
 #                       with placement_throughput.png, placement_p99.png,
-#                       placement_model.png
+#                       placement_model.png, and placement_phases.md (the
+#                       latency model on one emulated phase over 200
+#                       arrival sequences)
 #   <out>/ring.txt      the ring's push/pop cost beside heapless's queue and
 #                       k_msgq (tests/ipc on qemu_cortex_m3, emulated cycles)
 #   <out>/footprint.txt scripts/image_report.py over dual_model (AN521 and
