@@ -100,8 +100,13 @@ fn serve_commands(board: &Board) -> bool {
 }
 
 fn print_rows(board: &Board) -> bool {
+    #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
     printkln!(
         "bench: emulated k_cycle_get_32 ticks on mps2/an521 (QEMU -icount), measured on CPU1"
+    );
+    #[cfg(CONFIG_SYNAPTIC_CPU_INTERPRETER)]
+    printkln!(
+        "bench: emulated board-clock ticks on mps2/an521 (QEMU -icount, timer0, CPU0's rate)"
     );
     let mut well_formed = board.rows_written() == ROWS;
     let mut calibration = None;
@@ -187,6 +192,10 @@ extern "C" fn rust_main() {
     // its last words are the benchmark board's alone on both cores.
     let board = unsafe { Board::at_end(shm.base, shm.size as usize) };
     board.clear();
+    // The placement phases' time base, running before CPU1 starts.
+    if let Some(clock) = offload_bench_protocol::BoardClock::from_devicetree() {
+        clock.start();
+    }
     let Ok(descs) = descs() else {
         printkln!("bench: model descriptors");
         return;

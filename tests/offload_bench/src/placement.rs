@@ -55,8 +55,9 @@ pub fn print_phase(board: &Board, k: usize, calibration: Option<Row>) {
         return;
     };
     // Throughput over the whole phase; arrival rates over the arrivals.
-    let per_s = run.summary.n as f32 * HZ as f32 / (run.summary.p50 as f32).max(1.0);
-    let window_s = run.summary.min as f32 / HZ as f32;
+    // The run row's spans are µs (a phase can outlast the clock's wrap).
+    let per_s = run.summary.n as f32 * 1e6 / (run.summary.p50 as f32).max(1.0);
+    let window_s = run.summary.min as f32 / 1e6;
     printkln!(
         "bench: placement {} load {}.{}: {}.{:02} inferences/s, NPU busy {}.{}%, CPU busy {}.{}%",
         policy.name(),

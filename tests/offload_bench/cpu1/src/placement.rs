@@ -13,10 +13,18 @@
 //! the phase's rows go to the board once every request is answered. An
 //! arrival that finds every worker busy waits on CPU1 (as a caller with no
 //! free slot would), in class order.
+//!
+//! Every time here (calibration, arrivals, latencies, the phase's span) is
+//! read from the [`BoardClock`], whose ticks are CPU0's: CPU1's own
+//! `k_cycle_get_32` runs slow in QEMU while CPU0 computes (see there), so
+//! timing the interpreter on it made the phases' CPU 1.5x the NPU on CPU1
+//! and 2.2x on CPU0, where the scheduler places by it.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use offload_bench_protocol::{self as p, phase_param, summarize, Arrivals, Board, Command, Kind};
+use offload_bench_protocol::{
+    self as p, phase_param, summarize, Arrivals, Board, BoardClock, Command, Kind,
+};
 use synaptic_abi::Priority;
 use synaptic_ipc::{Semaphore, Timeout};
 use synaptic_runtime::registry::ModelHandle;
@@ -26,7 +34,12 @@ use synaptic_zephyr::client::ZephyrClient;
 use synaptic_zephyr::sync::KernelSemaphore;
 use zephyr::time::{sleep, Duration};
 
-use crate::{ask, ticks};
+use crate::ask;
+
+/// Ticks of the board clock (checked running by [`run`] before any phase).
+fn ticks() -> u32 {
+    BoardClock::from_devicetree().map_or(0, |c| c.now())
+}
 
 /// A request may wait behind a whole phase's backlog.
 const TIMEOUT: Timeout = Timeout::Millis(120_000);
@@ -153,8 +166,8 @@ fn calibrate(client: &ZephyrClient, model: ModelHandle) -> Result<(u32, u32), u3
 }
 
 /// Release the phase's arrivals at `mean_gap` ticks apart on average and
-/// wait for every answer: the ticks to the last arrival and to the last
-/// answer.
+/// wait for every answer: the time to the last arrival and to the last
+/// answer, µs (a phase can outlast the board clock's 32-bit wrap).
 fn run_phase(mean_gap: u64) -> Result<(u32, u32), u32> {
     DONE.store(0, Ordering::Relaxed);
     for state in &STATE {
@@ -165,13 +178,20 @@ fn run_phase(mean_gap: u64) -> Result<(u32, u32), u32> {
     // load is the one asked for (240 draws average 0.83, not 1).
     let drawn: u64 = Arrivals::new().take(N).map(|(g, _)| u64::from(g)).sum();
     let drawn_mean = (drawn / N as u64).max(1);
-    let start = ticks();
+    let mut span = Span::new();
     let mut due = 0u64;
     for (k, (gap, class)) in Arrivals::new().take(N).enumerate() {
         due += u64::from(gap) * mean_gap / drawn_mean;
-        let now = u64::from(ticks().wrapping_sub(start));
-        if due > now {
-            sleep(Duration::millis_at_least((due - now) / ticks_per_ms));
+        // CPU1's sleep is timed by its own clock, which runs slow against
+        // the board's (up to 1.7x): sleep half of what is left, look again.
+        loop {
+            let now = span.ticks();
+            if now >= due {
+                break;
+            }
+            sleep(Duration::millis_at_least(
+                ((due - now) / ticks_per_ms / 2).max(1),
+            ));
         }
         CLASS[k].store(class as u32, Ordering::Relaxed);
         ARRIVED[k].store(ticks(), Ordering::Relaxed);
@@ -180,16 +200,45 @@ fn run_phase(mean_gap: u64) -> Result<(u32, u32), u32> {
         STATE[k].store(WAITING, Ordering::Release);
         PENDING.give();
     }
-    let arrivals = ticks().wrapping_sub(start);
+    let arrivals = span.ticks();
     let mut waited = 0;
     while (DONE.load(Ordering::Acquire) as usize) < N {
         sleep(Duration::millis_at_least(5));
+        span.ticks();
         waited += 5;
         if waited > DRAIN_MS {
             return Err(310);
         }
     }
-    Ok((arrivals, ticks().wrapping_sub(start)))
+    let us = |ticks: u64| (ticks / ticks_per_us()).min(u64::from(u32::MAX)) as u32;
+    Ok((us(arrivals), us(span.ticks())))
+}
+
+fn ticks_per_us() -> u64 {
+    (zephyr::kconfig::CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC as u64 / 1_000_000).max(1)
+}
+
+/// Board time since it was made, in ticks, from reads of the 32-bit board
+/// clock at least once per wrap (171 s at 25 MHz; a phase takes longer).
+struct Span {
+    last: u32,
+    ticks: u64,
+}
+
+impl Span {
+    fn new() -> Span {
+        Span {
+            last: ticks(),
+            ticks: 0,
+        }
+    }
+
+    fn ticks(&mut self) -> u64 {
+        let now = ticks();
+        self.ticks += u64::from(now.wrapping_sub(self.last));
+        self.last = now;
+        self.ticks
+    }
 }
 
 /// CPU0's NPU and CPU interpreter busy times so far, µs.
@@ -200,18 +249,16 @@ fn busy_us(board: &Board) -> (u32, u32) {
     )
 }
 
-/// Busy time of a device over `elapsed` ticks, per mille, from CPU0's µs.
-fn permille(busy_us: u32, elapsed: u32) -> u32 {
-    let ticks_per_us = zephyr::kconfig::CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC as u64 / 1_000_000;
-    let us = (u64::from(elapsed) / ticks_per_us.max(1)).max(1);
-    (u64::from(busy_us) * 1000 / us).min(1000) as u32
+/// Busy time of a device over `elapsed_us`, per mille, from CPU0's µs.
+fn permille(busy_us: u32, elapsed_us: u32) -> u32 {
+    (u64::from(busy_us) * 1000 / u64::from(elapsed_us.max(1))).min(1000) as u32
 }
 
 /// One phase's rows: the run's, then one per class.
 fn phase_rows(
     board: &Board,
     param: u32,
-    (arrivals, elapsed): (u32, u32),
+    (arrivals_us, elapsed_us): (u32, u32),
     busy: (u32, u32),
 ) -> Result<(), u32> {
     let run = p::Row {
@@ -219,13 +266,13 @@ fn phase_rows(
         param,
         summary: p::Summary {
             n: N as u32,
-            min: arrivals,
-            p50: elapsed,
-            p99: elapsed,
-            max: elapsed,
+            min: arrivals_us,
+            p50: elapsed_us,
+            p99: elapsed_us,
+            max: elapsed_us,
         },
-        extra1: permille(busy.0, elapsed),
-        extra2: permille(busy.1, elapsed),
+        extra1: permille(busy.0, elapsed_us),
+        extra2: permille(busy.1, elapsed_us),
     };
     board.push_row(&run);
     for class in 0..Priority::COUNT {
@@ -262,6 +309,9 @@ fn phase_rows(
 
 /// The placement run: calibration, then every phase.
 pub fn run(board: &Board, client: &'static ZephyrClient) -> Result<(), u32> {
+    if !BoardClock::from_devicetree().is_some_and(|c| c.is_running()) {
+        return Err(303);
+    }
     let model = client
         .model_lookup(p::PLACEMENT_MODEL, TIMEOUT)
         .map_err(|_| 300u32)?;

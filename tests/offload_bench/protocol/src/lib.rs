@@ -8,7 +8,9 @@
 //! change the stub NPU's latency or to read its busy time. CPU0 prints.
 //!
 //! Every figure is in `k_cycle_get_32` ticks of the emulated part (QEMU
-//! `-icount`, deterministic), unless its name says otherwise.
+//! `-icount`, deterministic), unless its name says otherwise. The
+//! placement phases are timed on the [`BoardClock`] instead: CPU1's
+//! SysTick does not keep the board's time there (see its documentation).
 //!
 //! The build with the CPU interpreter (`CONFIG_SYNAPTIC_CPU_INTERPRETER`)
 //! runs the placement phases instead ([`Kind::PLACEMENT`]): one real
@@ -17,6 +19,9 @@
 #![no_std]
 
 use core::sync::atomic::{AtomicU32, Ordering};
+
+mod board_clock;
+pub use board_clock::BoardClock;
 
 /// The small model: a 49x10 MFCC window in, 16 bytes out.
 pub const SMALL: &str = "null_small";
@@ -177,14 +182,15 @@ pub enum Kind {
     SweepPoll = 8,
     /// Sweep point, interrupt-driven; fields as for [`Kind::SweepPoll`].
     SweepIrq = 9,
-    /// Placement calibration: `summary` one CPU interpreter round trip
+    /// Placement calibration (the placement kinds in [`BoardClock`] ticks):
+    /// `summary` one CPU interpreter round trip
     /// (every figure the same), `extra1` one stub NPU round trip at the
     /// latency set, `extra2` that latency (µs).
     PlacementCalib = 10,
     /// One placement phase ([`phase_param`]): `summary.n` requests
-    /// completed, `summary.min` the ticks from the phase's start to its
-    /// last arrival, the other summary figures the ticks to its last
-    /// answer; `extra1` NPU busy and `extra2` CPU interpreter busy over
+    /// completed, `summary.min` the µs from the phase's start to its
+    /// last arrival, the other summary figures the µs to its last answer
+    /// (µs, not ticks: a phase can outlast the board clock's wrap); `extra1` NPU busy and `extra2` CPU interpreter busy over
     /// the whole phase, per mille.
     PlacementRun = 11,
     /// One class of a placement phase: `summary` its latencies from
