@@ -705,6 +705,17 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
             Timeout::Forever
         };
         let work = server.poll(&INBOX, &mut rt, replies, &LEDGER, wait);
+        // In QEMU the two cores are round-robin vCPUs: CPU1 runs only when
+        // this one yields, halts, or at QEMU's 100 ms kick. A turn that ran
+        // an interpreter slice (tens of ms of compute) or rang CPU1 yields,
+        // so CPU1 takes its doorbell and releases its requests between two
+        // slices, as it would on silicon, where both cores run at once.
+        // (Without it CPU1 saw replies up to one inference late, in pairs,
+        // and its SysTick lost wraps.) NPU-only builds keep their figures.
+        #[cfg(all(CONFIG_QEMU_TARGET, CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+        if work > 0 {
+            crate::sync::yield_to_peer();
+        }
         if work == 0 && rt.npu.state() == NpuState::Busy {
             // A job is on the device and nothing else to do: watch the
             // device and the intake (it marks a slot held for each request

@@ -184,6 +184,15 @@ impl<T> LocalLock<T> for IsrLock<T> {
     }
 }
 
+/// Hand the core's time to another emulated core: `yield`. QEMU's
+/// round-robin vCPUs (`-icount`) switch on it; on silicon, where both cores
+/// run at once, it is a one-cycle hint.
+#[cfg(CONFIG_QEMU_TARGET)]
+pub fn yield_to_peer() {
+    // SAFETY: `yield` is a hint: it touches no memory, stack or flags.
+    unsafe { core::arch::asm!("yield", options(nomem, nostack, preserves_flags)) };
+}
+
 /// Pause a polling loop until an event (the peer core's `sev`) or an
 /// interrupt: `wfe`. QEMU treats it as a yield, which lets the other
 /// emulated core run.

@@ -2,14 +2,16 @@
 //! devicetree `chosen { synaptic,bench-clock }`) free-running from its
 //! largest count, read by CPU0 and CPU1 alike.
 //!
-//! Why not each core's `k_cycle_get_32`: in QEMU (`-icount`, two vCPUs) the
-//! two SysTicks disagree. Measured against this timer, CPU0's SysTick keeps
-//! its rate, while CPU1's counts 1.5 to 1.7 times too few ticks whenever
-//! CPU0 is not spinning (computing, or idle with CPU1 asleep) and about
-//! right only while CPU0 polls a device. A phase that
-//! CPU1 times while CPU0 runs the interpreter for it would mix two time
-//! bases: the interpreter's 593 ms per inference on CPU0's clock read as
-//! 403 ms on CPU1's. Both cores read this timer the same way, and it runs
+//! Why not each core's `k_cycle_get_32`: in QEMU (`-icount`) the two
+//! cores are round-robin vCPUs, and CPU1 runs only when CPU0 yields, halts
+//! or at QEMU's 100 ms kick. Its SysTick, not serviced while CPU0
+//! computes, loses wraps. Measured against this timer, CPU0's SysTick
+//! keeps its rate, while CPU1's counted 1.5 to 1.7 times too few ticks
+//! whenever CPU0 was not spinning. It was about right only while CPU0
+//! polled a device. A phase that CPU1 times while CPU0 runs the
+//! interpreter would mix two time bases: the interpreter's 593 ms per
+//! inference on CPU0's clock read as 403 ms on CPU1's. Both cores read
+//! this timer the same way, and it runs
 //! at CPU0's SysTick rate (25 MHz on the AN521), so its ticks are CPU0's.
 
 /// The timer's registers (CMSDK APB timer: control, current value, reload).
