@@ -320,8 +320,7 @@ pub fn run(board: &Board, client: &'static ZephyrClient) -> Result<(), u32> {
     const CPU: usize = 1;
     set_policy(board, CPU);
     let (cpu_ticks, cpu_word) = calibrate(client, model)?;
-    let ticks_per_us = zephyr::kconfig::CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC as u32 / 1_000_000;
-    let npu_us = cpu_ticks / ticks_per_us.max(1) * p::NPU_OF_CPU.0 / p::NPU_OF_CPU.1;
+    let npu_us = cpu_ticks / ticks_per_us() as u32 * p::NPU_OF_CPU.0 / p::NPU_OF_CPU.1;
     ask(board, Command::SetLatency, npu_us);
     set_policy(board, NPU);
     let (npu_ticks, npu_word) = calibrate(client, model)?;
