@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Compile-only check of include/synaptic/syn_abi.h: every size and offset of
- * the ABI v3 contract, restated by hand and pinned with _Static_assert, so a
+ * the ABI v4 contract, restated by hand and pinned with _Static_assert, so a
  * C image and a Rust image cannot disagree about the shared region. Compiled
  * by scripts/check-abi.sh with host gcc and arm-none-eabi-gcc (Cortex-M33).
  */
@@ -42,7 +42,7 @@ CHECK(SYN_ABI_PRIORITY_REALTIME == 2);
 
 /* Control block: 64 bytes at offset 0. */
 CHECK(SYN_ABI_MAGIC == 0x53594E33);
-CHECK(SYN_ABI_LAYOUT_VERSION == 3);
+CHECK(SYN_ABI_LAYOUT_VERSION == 4);
 CHECK(sizeof(syn_abi_control_block_t) == 64);
 CHECK(sizeof(syn_abi_control_block_t) == SYN_ABI_CONTROL_BLOCK_SIZE);
 CHECK(offsetof(syn_abi_control_block_t, magic) == 0);
@@ -59,7 +59,8 @@ CHECK(offsetof(syn_abi_control_block_t, exchange_slots) == 40);
 CHECK(offsetof(syn_abi_control_block_t, small_input_size) == 44);
 CHECK(offsetof(syn_abi_control_block_t, small_output_size) == 48);
 CHECK(offsetof(syn_abi_control_block_t, cpu1_layout_version) == 52);
-CHECK(offsetof(syn_abi_control_block_t, reserved) == 56);
+CHECK(offsetof(syn_abi_control_block_t, park_request) == 56);
+CHECK(offsetof(syn_abi_control_block_t, park_ack) == 60);
 
 /* Ring: head at +0, tail at +64, slots at +128, N a power of two. */
 CHECK(sizeof(syn_abi_ring_header_t) == 128);

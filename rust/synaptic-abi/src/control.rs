@@ -11,10 +11,28 @@
 //! [`ControlBlock::check`] before it touches a ring.
 //!
 //! ABI v2 turned four reserved words of v1 into the slot geometry and
-//! `cpu1_layout_version`; v3 (this version) added the `MODEL_UPDATE`
-//! message and two words of the exchange header for it. An image refuses a
-//! block of another version by its `layout_version`, and CPU0 says which
-//! version a CPU1 that never attaches was built for.
+//! `cpu1_layout_version`; v3 added the `MODEL_UPDATE` message and two words
+//! of the exchange header for it; v4 (this version) turned the last two
+//! reserved words into the park handshake (`park_request`, CPU0-written;
+//! `park_ack`, CPU1-written), with which CPU0 holds CPU1 in RAM while it
+//! writes the flash bank CPU1 executes from. An image refuses a block of
+//! another version by its `layout_version`, and CPU0 says which version a
+//! CPU1 that never attaches was built for.
+//!
+//! # The park handshake
+//!
+//! 1. CPU0 writes a new nonzero generation into `park_request` and rings
+//!    the doorbell.
+//! 2. CPU1's doorbell interrupt sees the request, masks its interrupts,
+//!    moves to a function in RAM and writes the generation into `park_ack`;
+//!    from then until `park_request` is zero it fetches nothing from flash.
+//! 3. CPU0 writes the flash once `park_ack` equals its generation, then
+//!    writes zero into `park_request`; CPU1 writes zero into `park_ack` and
+//!    returns from its interrupt.
+//!
+//! CPU0 that does not see the acknowledgement in time writes zero and does
+//! not touch the flash; a late acknowledgement names an old generation, so
+//! it never passes for the next one.
 
 use core::mem::{offset_of, size_of};
 
@@ -24,7 +42,7 @@ use crate::exchange::SlotGeometry;
 /// the value the C reference uses.
 pub const MAGIC: u32 = 0x5359_4E33;
 /// Layout version of this contract.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Size of [`ControlBlock`].
 pub const CONTROL_BLOCK_SIZE: usize = 64;
 /// Value a core writes into its `cpuN_ready` word once it is attached.
@@ -62,8 +80,12 @@ pub struct ControlBlock {
     pub small_output_size: u32,
     /// The layout version CPU1 was built for (CPU1-written, 0 until then).
     pub cpu1_layout_version: u32,
-    /// Reserved, written as zero.
-    pub reserved: [u32; 2],
+    /// Nonzero: the generation of CPU0's request that CPU1 park (ABI v4,
+    /// CPU0-written); zero: CPU1 may run.
+    pub park_request: u32,
+    /// The generation CPU1 is parked for (ABI v4, CPU1-written); zero while
+    /// it runs.
+    pub park_ack: u32,
 }
 
 const _: () = {
@@ -82,7 +104,8 @@ const _: () = {
     assert!(offset_of!(ControlBlock, small_input_size) == 44);
     assert!(offset_of!(ControlBlock, small_output_size) == 48);
     assert!(offset_of!(ControlBlock, cpu1_layout_version) == 52);
-    assert!(offset_of!(ControlBlock, reserved) == 56);
+    assert!(offset_of!(ControlBlock, park_request) == 56);
+    assert!(offset_of!(ControlBlock, park_ack) == 60);
 };
 
 /// Why a control block does not describe the region this image was built for.
@@ -142,7 +165,8 @@ impl ControlBlock {
             small_input_size: slots.small_input,
             small_output_size: slots.small_output,
             cpu1_layout_version: 0,
-            reserved: [0; 2],
+            park_request: 0,
+            park_ack: 0,
         }
     }
 

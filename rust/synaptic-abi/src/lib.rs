@@ -1,4 +1,4 @@
-//! The shared-memory contract between CPU0 and CPU1 (ABI v3).
+//! The shared-memory contract between CPU0 and CPU1 (ABI v4).
 //!
 //! Owned by exactly one crate so that both images agree by construction;
 //! cbindgen exports it to C (`include/synaptic/syn_abi.h`). Every size and

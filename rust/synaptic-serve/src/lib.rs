@@ -14,6 +14,8 @@
 //! * [`client`] (CPU1): resolve a model by name, stage a tensor in place,
 //!   submit with a priority, block with a timeout; late replies are
 //!   discarded, and the slot is never restaged while CPU0 may read it.
+//! * [`park`]: CPU0 holds CPU1 in RAM while it writes the flash bank CPU1
+//!   executes from (ABI v4's park handshake).
 //!
 //! `no_std`, no heap; the client uses no floating point (CPU1 has no FPU).
 //! Feature `std` adds `host` implementations of the platform traits, and
@@ -31,6 +33,7 @@ pub mod intake;
 pub mod lock;
 #[cfg(feature = "std")]
 pub mod loopback;
+pub mod park;
 #[cfg(synaptic_probe)]
 pub mod probe;
 pub mod protocol;

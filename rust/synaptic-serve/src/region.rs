@@ -35,8 +35,9 @@
 //!
 //! | words | owner | rewritten |
 //! |---|---|---|
-//! | control block: magic, versions, geometry, `cpu0_ready`, reserved | CPU0 | CPU0's maintenance ([`SharedRegion::repair_cpu0_words`], `Intake::maintain`), every 50 ms on the firmware |
-//! | control block: `cpu1_ready`, CPU1's layout version | CPU1 | CPU1's maintenance (`Client::maintain`, its sweep), and every attach |
+//! | control block: magic, versions, geometry, `cpu0_ready` | CPU0 | CPU0's maintenance ([`SharedRegion::repair_cpu0_words`], `Intake::maintain`), every 50 ms on the firmware |
+//! | control block: `park_request` | CPU0 | at every park and release ([`crate::park`]); not by maintenance, which may run while a park holds |
+//! | control block: `cpu1_ready`, CPU1's layout version, `park_ack` | CPU1 | CPU1's maintenance (`Client::maintain`, its sweep; CPU1 is never parked while it runs), and every attach |
 //! | control block: round-trip statistics | CPU1 | at its next ping (statistics: nobody checks them) |
 //! | ring CPU1→CPU0: `head` / `tail` | CPU1 / CPU0 | by the ring handles: the consumer on every empty poll, the producer on every push that sees an impossible tail, both at maintenance ([`synaptic_ring`]'s self-healing) |
 //! | ring CPU0→CPU1: `head` / `tail` | CPU0 / CPU1 | the same |
@@ -85,7 +86,8 @@ mod control_word {
     pub const SMALL_INPUT: usize = 11;
     pub const SMALL_OUTPUT: usize = 12;
     pub const CPU1_LAYOUT_VERSION: usize = 13;
-    pub const RESERVED: usize = 14;
+    pub const PARK_REQUEST: usize = 14;
+    pub const PARK_ACK: usize = 15;
 }
 
 /// Word indices in the exchange header (ABI v1, see `synaptic_abi::exchange`).
@@ -116,7 +118,9 @@ const _: () = {
     assert!(offset_of!(ControlBlock, small_input_size) == 4 * control_word::SMALL_INPUT);
     assert!(offset_of!(ControlBlock, small_output_size) == 4 * control_word::SMALL_OUTPUT);
     assert!(offset_of!(ControlBlock, cpu1_layout_version) == 4 * control_word::CPU1_LAYOUT_VERSION);
-    assert!(offset_of!(ControlBlock, reserved) == 4 * control_word::RESERVED);
+    assert!(offset_of!(ControlBlock, park_request) == 4 * control_word::PARK_REQUEST);
+    assert!(offset_of!(ControlBlock, park_ack) == 4 * control_word::PARK_ACK);
+    assert!(CONTROL_WORDS == control_word::PARK_ACK + 1);
     assert!(offset_of!(ExchangeHeader, model) == 4 * header_word::MODEL);
     assert!(offset_of!(ExchangeHeader, model_name) == 4 * header_word::NAME);
     assert!(MODEL_NAME_SIZE == 4 * (header_word::INPUT_LEN - header_word::NAME));
@@ -370,8 +374,9 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             control_word::RTT_MAX,
             control_word::RTT_COUNT,
             control_word::CPU1_LAYOUT_VERSION,
+            control_word::PARK_ACK,
         ];
-        for index in cpu1_words {
+        for index in cpu1_words.into_iter().chain([control_word::PARK_REQUEST]) {
             self.control_word(index).store(0, Ordering::Relaxed);
         }
         for (index, value) in self.cpu0_words() {
@@ -384,7 +389,7 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
     /// The control-block words CPU0 owns with their published values, the
     /// magic and `cpu0_ready` last (a core trusts the block once it sees
     /// them). Computed from this view's geometry: CPU0's authoritative copy.
-    fn cpu0_words(&self) -> [(usize, u32); 10] {
+    fn cpu0_words(&self) -> [(usize, u32); 8] {
         let p = ControlBlock::published::<N>(self.size as u32, self.slots);
         debug_assert!(p.magic == MAGIC && p.layout_version == LAYOUT_VERSION);
         [
@@ -394,8 +399,6 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             (control_word::EXCHANGE_SLOTS, p.exchange_slots),
             (control_word::SMALL_INPUT, p.small_input_size),
             (control_word::SMALL_OUTPUT, p.small_output_size),
-            (control_word::RESERVED, 0),
-            (control_word::RESERVED + 1, 0),
             (control_word::MAGIC, MAGIC),
             (control_word::CPU0_READY, READY),
         ]
@@ -408,12 +411,14 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         self.repair_words(&self.cpu0_words())
     }
 
-    /// Make the words an attached CPU1 owns true again: `cpu1_ready` and
-    /// the layout version it announced (CPU1's periodic maintenance).
-    /// Returns the words that differed.
+    /// Make the words an attached CPU1 owns true again: `cpu1_ready`, the
+    /// layout version it announced and `park_ack` (zero: maintenance never
+    /// runs while CPU1 is parked). CPU1's periodic maintenance. Returns the
+    /// words that differed.
     pub fn repair_cpu1_words(&self) -> u32 {
         self.repair_words(&[
             (control_word::CPU1_LAYOUT_VERSION, LAYOUT_VERSION),
+            (control_word::PARK_ACK, 0),
             (control_word::CPU1_READY, READY),
         ])
     }
@@ -439,10 +444,6 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             .control_word(control_word::MAGIC)
             .load(Ordering::Acquire);
         let w = |i| self.control_word(i).load(Ordering::Relaxed);
-        let mut reserved = [0u32; 2];
-        for (k, r) in reserved.iter_mut().enumerate() {
-            *r = w(control_word::RESERVED + k);
-        }
         ControlBlock {
             magic,
             layout_version: w(control_word::LAYOUT_VERSION),
@@ -458,7 +459,8 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
             small_input_size: w(control_word::SMALL_INPUT),
             small_output_size: w(control_word::SMALL_OUTPUT),
             cpu1_layout_version: w(control_word::CPU1_LAYOUT_VERSION),
-            reserved,
+            park_request: w(control_word::PARK_REQUEST),
+            park_ack: w(control_word::PARK_ACK),
         }
     }
 
@@ -502,6 +504,16 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         };
         // Ordering: pairs with the Release store in `set_ready`.
         self.control_word(index).load(Ordering::Acquire) == READY
+    }
+
+    /// The park handshake's words (`park_request`, `park_ack`, and
+    /// `cpu1_ready`, which says whether anything would answer).
+    pub fn park_words(&self) -> crate::park::ParkWords<'r> {
+        crate::park::ParkWords::new(
+            self.control_word(control_word::PARK_REQUEST),
+            self.control_word(control_word::PARK_ACK),
+            self.control_word(control_word::CPU1_READY),
+        )
     }
 
     /// Publish CPU1's round-trip statistics (CPU1 alone writes these words).
