@@ -6,9 +6,11 @@
 #
 #   scripts/store-layout-check.sh   (needs a Zephyr workspace: scripts/env.sh)
 #
-# fits.overlay must compile; over_cpu1.overlay (the store on CPU1's image)
-# and over_cpu0.overlay (the store inside CPU0's own code partition) must
-# stop with their messages.
+# fits.overlay (a store in bank 0) and in_cpu1_bank.overlay (a store beside
+# CPU1's image in its flash bank) must compile, the second marking the
+# store's writes as parking CPU1 and the first not; over_cpu1.overlay (the
+# store on CPU1's image) and over_cpu0.overlay (the store inside CPU0's own
+# code partition) must stop with their messages.
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,14 +33,32 @@ compile() {
     ninja -C "$dir" "$object" >>"$scratch/$name.log" 2>&1
 }
 
+# parks <overlay>: the compiled object's syn_dt_store_in_cpu1_bank (0 or 1).
+parks() {
+    local obj="$scratch/$1/$object"
+    arm-none-eabi-objcopy -O binary -j .rodata.syn_dt_store_in_cpu1_bank "$obj" "$scratch/$1.parks" &&
+        od -An -tu4 "$scratch/$1.parks" | tr -d ' '
+}
+
 failed=0
-if compile fits; then
-    echo "store-layout: fits: compiles (store 0xc0000-0x100000, CPU1's image from 0x100000)"
-else
-    tail -n 20 "$scratch/fits.log" >&2
-    echo "store-layout: fits: FAILED to compile" >&2
-    failed=1
-fi
+for case in "fits:0:store 0xc0000-0x100000 in bank 0, CPU1's image from 0x100000" \
+    "in_cpu1_bank:1:store 0x180000-0x200000 beside CPU1's image in bank 1"; do
+    name="${case%%:*}" rest="${case#*:}"
+    expected="${rest%%:*}" what="${rest#*:}"
+    if compile "$name"; then
+        found="$(parks "$name")"
+        if [ "$found" = "$expected" ]; then
+            echo "store-layout: $name: compiles ($what), writes park CPU1: $found"
+        else
+            echo "store-layout: $name: writes park CPU1: '$found', expected $expected" >&2
+            failed=1
+        fi
+    else
+        tail -n 20 "$scratch/$name.log" >&2
+        echo "store-layout: $name: FAILED to compile" >&2
+        failed=1
+    fi
+done
 for case in "over_cpu1:overlaps the CPU1 image" "over_cpu0:overlaps the running image"; do
     name="${case%%:*}" message="${case#*:}"
     compile "$name"

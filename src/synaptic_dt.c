@@ -68,6 +68,22 @@ const struct syn_dt_cpu1_image syn_dt_cpu1_image = {0};
 #if DT_NODE_EXISTS(SYN_STORE_NODE) && DT_FIXED_PARTITION_EXISTS(SYN_STORE_NODE) &&                \
 	DT_NODE_EXISTS(DT_MEM_FROM_FIXED_PARTITION(SYN_STORE_NODE)) &&                             \
 	!DT_NODE_HAS_COMPAT(DT_MTD_FROM_FIXED_PARTITION(SYN_STORE_NODE), zephyr_sim_flash)
+#if DT_NODE_EXISTS(SYN_CPU1_NODE) && DT_NODE_HAS_PROP(SYN_CPU1_NODE, flash_bank)
+BUILD_ASSERT(DT_PROP_LEN(SYN_CPU1_NODE, flash_bank) == 2,
+	     "flash-bank must be <base size> (CPU0's lens)");
+/*
+ * A store in the bank CPU1 executes from is allowed beside CPU1's image,
+ * but every write and erase then parks CPU1 (synaptic-serve's park
+ * handshake), which needs the doorbell to wake CPU1's interrupt.
+ */
+#define SYN_STORE_IN_CPU1_BANK                                                                     \
+	(!SYN_DISJOINT(DT_FIXED_PARTITION_ADDR(SYN_STORE_NODE), DT_REG_SIZE(SYN_STORE_NODE),       \
+		       DT_PROP_BY_IDX(SYN_CPU1_NODE, flash_bank, 0),                               \
+		       DT_PROP_BY_IDX(SYN_CPU1_NODE, flash_bank, 1)))
+BUILD_ASSERT(!SYN_STORE_IN_CPU1_BANK || IS_ENABLED(CONFIG_SYNAPTIC_DOORBELL),
+	     "chosen synaptic,model-store lies in CPU1's flash bank: parking CPU1 around its "
+	     "writes needs the doorbell (CONFIG_SYNAPTIC_DOORBELL)");
+#endif
 #if DT_NODE_EXISTS(SYN_CPU1_NODE)
 BUILD_ASSERT(SYN_DISJOINT(DT_FIXED_PARTITION_ADDR(SYN_STORE_NODE), DT_REG_SIZE(SYN_STORE_NODE),
 			  DT_REG_ADDR(SYN_CPU1_NODE), DT_REG_SIZE(SYN_CPU1_NODE)),
@@ -81,4 +97,10 @@ BUILD_ASSERT(SYN_STORE_CLEAR_OF_PARTITION(DT_CHOSEN(zephyr_code_cpu1_partition))
 BUILD_ASSERT(SYN_STORE_CLEAR_OF_PARTITION(DT_CHOSEN(zephyr_code_partition)),
 	     "chosen synaptic,model-store overlaps the running image (chosen zephyr,code-partition)");
 #endif
+#endif
+
+#ifdef SYN_STORE_IN_CPU1_BANK
+const uint32_t syn_dt_store_in_cpu1_bank = SYN_STORE_IN_CPU1_BANK;
+#else
+const uint32_t syn_dt_store_in_cpu1_bank = 0;
 #endif

@@ -8,6 +8,7 @@
 #include <zephyr/devicetree.h>
 #include <zephyr/drivers/flash.h>
 #include <zephyr/storage/flash_map.h>
+#include <synaptic/syn_platform.h>
 #include <synaptic/syn_store_flash.h>
 
 #define SYN_STORE_NODE DT_CHOSEN(synaptic_model_store)
@@ -35,6 +36,7 @@ int syn_store_flash_open(struct syn_store_flash_info *info)
 	info->size = syn_store_area->fa_size;
 	info->erase_block = DT_PROP(SYN_STORE_FLASH, erase_block_size);
 	info->write_block = DT_PROP(SYN_STORE_FLASH, write_block_size);
+	info->park_cpu1 = syn_dt_store_in_cpu1_bank || IS_ENABLED(CONFIG_SYNAPTIC_STORE_PARK_CPU1);
 	return 0;
 }
 

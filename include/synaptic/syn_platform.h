@@ -46,6 +46,10 @@ struct syn_dt_cpu1_image {
 
 extern const struct syn_dt_shared_memory syn_dt_shared_memory;
 extern const struct syn_dt_cpu1_image syn_dt_cpu1_image;
+/** 1 when the model store (chosen synaptic,model-store) lies in the flash
+ *  bank CPU1 executes from (`flash-bank` of chosen synaptic,cpu1-image):
+ *  CPU0 must then park CPU1 around every write and erase of it. */
+extern const uint32_t syn_dt_store_in_cpu1_bank;
 
 #ifdef __cplusplus
 }

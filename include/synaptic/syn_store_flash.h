@@ -15,11 +15,16 @@
 extern "C" {
 #endif
 
-/** The partition's size and its flash's erase and write block sizes. */
+/** The partition's size, its flash's erase and write block sizes, and
+ *  whether CPU0 must park CPU1 around every write and erase. */
 struct syn_store_flash_info {
 	uint32_t size;
 	uint32_t erase_block;
 	uint32_t write_block;
+	/** 1: the partition lies in the flash bank CPU1 executes from (property
+	 *  `flash-bank` of chosen synaptic,cpu1-image), or
+	 *  CONFIG_SYNAPTIC_STORE_PARK_CPU1 asks for parks everywhere. */
+	uint32_t park_cpu1;
 };
 
 /** Open the partition (once; later calls only report). */

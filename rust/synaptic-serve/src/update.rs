@@ -21,7 +21,7 @@ use synaptic_runtime::registry::{ModelDesc, MAX_NAME_LEN};
 #[cfg(feature = "store")]
 use synaptic_store::ota::{Ota, OtaError};
 #[cfg(feature = "store")]
-use synaptic_store::{Flash, Located, Store, TensorShape};
+use synaptic_store::{Flash, Located, Store, StoreError, TensorShape};
 
 /// A model version the store has made active: what the serving layer
 /// registers for the hot swap.
@@ -94,6 +94,7 @@ pub fn ota_errno(e: OtaError) -> Errno {
         OtaError::Name => Errno::Inval,
         OtaError::Incomplete => Errno::Proto,
         OtaError::NothingToRollBack => Errno::NoEnt,
+        OtaError::Store(StoreError::PeerBusy) => Errno::Busy,
         OtaError::Store(_) => Errno::Io,
     }
 }

@@ -86,4 +86,8 @@ pub enum StoreError {
     /// [`Store::rollback`] with no previous version (or one that fails its
     /// CRC now).
     NoPrevious,
+    /// The flash lies where another core executes and that core could not
+    /// be held off (on a dual-core part: CPU1 not attached, or it did not
+    /// park in time); nothing was written or erased. Try again.
+    PeerBusy,
 }

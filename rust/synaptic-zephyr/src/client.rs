@@ -115,7 +115,8 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
         }
         zephyr::time::sleep(zephyr::time::Duration::millis_at_least(1));
     }
-    let bell = doorbell::init(&WAKE).map_err(|e| match e {
+    crate::park::serve_on_cpu1(region.park_words());
+    let bell = doorbell::init_with_handler(on_doorbell).map_err(|e| match e {
         doorbell::DoorbellError::AlreadyInitialised => AttachFailure::AlreadyAttached,
         _ => AttachFailure::Doorbell,
     })?;
@@ -183,6 +184,14 @@ pub fn attach(handshake: Timeout) -> Result<(&'static ZephyrClient, Pong), Attac
             }
         }
     }
+}
+
+/// CPU1's doorbell interrupt: park while CPU0 writes CPU1's flash bank,
+/// then wake the dispatch thread.
+fn on_doorbell() {
+    crate::park::on_cpu1_doorbell();
+    // k_sem_give is callable from an ISR.
+    WAKE.give();
 }
 
 /// Longest single handshake ping of [`attach`] (it retries within its

@@ -116,6 +116,14 @@ impl PeerDoorbell {
         }
     }
 
+    /// The capability for the model store's park requests
+    /// (`crate::park`), which ring CPU1 from the store's thread: ringing
+    /// is stateless, and the C glue refuses while the device is not ready.
+    #[cfg(feature = "store")]
+    pub(crate) fn for_parks() -> PeerDoorbell {
+        PeerDoorbell { _private: () }
+    }
+
     /// How many rings through [`Doorbell::ring`] the driver refused so far.
     pub fn failed_rings() -> u32 {
         // Ordering: a statistic; nothing is published with it.

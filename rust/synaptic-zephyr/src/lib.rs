@@ -36,6 +36,7 @@ pub mod doorbell;
 #[cfg(all(feature = "ipc-capi", CONFIG_SYNAPTIC_DOORBELL))]
 pub mod ipc_capi;
 pub mod mcxn947;
+mod park;
 pub mod platform;
 pub mod sched_config;
 #[cfg(CONFIG_SYNAPTIC_DOORBELL)]

@@ -191,6 +191,15 @@ impl ServiceStatus {
         self.link.load(Ordering::Relaxed) == link::UP
     }
 
+    /// Whether boot left CPU1 unstarted (no image, an image refused, or
+    /// the release failed): then nothing executes from CPU1's flash bank.
+    pub fn cpu1_never_started(&self) -> bool {
+        matches!(
+            self.link.load(Ordering::Relaxed),
+            link::ABSENT | link::INVALID | link::PLATFORM
+        )
+    }
+
     /// `STATUS_REQ` requests answered so far.
     pub fn status_answered(&self) -> u32 {
         self.status.load(Ordering::Relaxed)

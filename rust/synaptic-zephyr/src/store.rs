@@ -13,6 +13,7 @@ struct Info {
     size: u32,
     erase_block: u32,
     write_block: u32,
+    park_cpu1: u32,
 }
 
 extern "C" {
@@ -26,6 +27,9 @@ extern "C" {
 #[derive(Debug)]
 pub struct ZephyrFlash {
     info: Info,
+    /// Set when writes must park CPU1 (`Info::park_cpu1`).
+    #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+    parker: Option<crate::park::cpu0::StoreParker>,
 }
 
 impl ZephyrFlash {
@@ -34,7 +38,8 @@ impl ZephyrFlash {
     /// # Errors
     ///
     /// [`StoreError::Flash`] when there is none, or its block sizes are
-    /// not powers of two.
+    /// not powers of two, or its writes must park CPU1 and this build has
+    /// no shared region to ask through.
     pub fn open() -> Result<ZephyrFlash, StoreError> {
         let mut info = Info::default();
         // SAFETY: `info` is a valid, writable `struct syn_store_flash_info`.
@@ -45,7 +50,52 @@ impl ZephyrFlash {
         if !pow2(info.erase_block) || !pow2(info.write_block) || info.size % info.erase_block != 0 {
             return Err(StoreError::Flash);
         }
-        Ok(ZephyrFlash { info })
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+        let parker = match info.park_cpu1 {
+            0 => None,
+            _ => Some(crate::park::cpu0::StoreParker::new().ok_or(StoreError::Flash)?),
+        };
+        #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
+        if info.park_cpu1 != 0 {
+            return Err(StoreError::Flash);
+        }
+        Ok(ZephyrFlash {
+            info,
+            #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+            parker,
+        })
+    }
+
+    /// Parks of CPU1 around this store's writes so far; `None` when its
+    /// writes do not park CPU1.
+    #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+    pub fn park_stats(&self) -> Option<synaptic_serve::park::ParkStats> {
+        self.parker.as_ref().map(|p| p.stats())
+    }
+
+    /// Bytes of one write call: all of them, or where each write parks
+    /// CPU1, `CONFIG_SYNAPTIC_STORE_PARK_CHUNK` rounded down to whole
+    /// program units (one park per chunk bounds how long CPU1 is held).
+    fn park_chunk(&self) -> usize {
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+        if self.parker.is_some() {
+            const CHUNK: usize = zephyr::kconfig::CONFIG_SYNAPTIC_STORE_PARK_CHUNK as usize;
+            let unit = self.write_block();
+            return (CHUNK / unit * unit).max(unit);
+        }
+        usize::MAX
+    }
+
+    /// Run a write or erase, with CPU1 parked when the store needs it.
+    fn modify(&mut self, op: impl FnOnce() -> i32) -> Result<(), StoreError> {
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+        if let Some(parker) = self.parker.as_mut() {
+            return parker
+                .around(op)
+                .map_err(|_| StoreError::PeerBusy)
+                .and_then(status);
+        }
+        status(op())
     }
 
     fn offset(&self, offset: usize, len: usize) -> Result<u32, StoreError> {
@@ -86,16 +136,24 @@ impl Flash for ZephyrFlash {
 
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), StoreError> {
         let at = self.offset(offset, data.len())?;
-        // SAFETY: `data` is valid for `data.len()` readable bytes; the range
-        // lies inside the open partition.
-        status(unsafe { syn_store_flash_write(at, data.as_ptr(), data.len()) })
+        let chunk = self.park_chunk();
+        for (at, part) in (at..).step_by(chunk).zip(data.chunks(chunk)) {
+            self.modify(|| {
+                // SAFETY: `part` is valid for `part.len()` readable bytes;
+                // its range lies inside the open partition (as `data`'s).
+                unsafe { syn_store_flash_write(at, part.as_ptr(), part.len()) }
+            })?;
+        }
+        Ok(())
     }
 
     fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError> {
         let sector = self.sector_size();
         let at = self.offset(offset, sector)?;
-        // SAFETY: one sector inside the open partition.
-        status(unsafe { syn_store_flash_erase(at, sector) })
+        self.modify(|| {
+            // SAFETY: one sector inside the open partition.
+            unsafe { syn_store_flash_erase(at, sector) }
+        })
     }
 }
 
@@ -109,7 +167,7 @@ pub mod ota {
     use synaptic_runtime::registry::MAX_NAME_LEN;
     use synaptic_serve::update::{Activated, ModelUpdates, StoreUpdates};
     use synaptic_store::ota::{Ota, OtaError, OtaState};
-    use synaptic_store::{Layout, ModelStatus, SlotState, Store};
+    use synaptic_store::{Layout, ModelStatus, SlotState, Store, StoreError};
     use zephyr::raw;
 
     use super::ZephyrFlash;
@@ -137,6 +195,7 @@ pub mod ota {
             OtaError::Name => raw::EINVAL,
             OtaError::Incomplete => raw::ENODATA,
             OtaError::NothingToRollBack => raw::ENOENT,
+            OtaError::Store(StoreError::PeerBusy) => raw::EBUSY,
             OtaError::Store(_) => raw::EIO,
         };
         -(code as i32)
@@ -381,6 +440,13 @@ pub mod ota {
     #[no_mangle]
     pub extern "C" fn syn_ota_get_state() -> u32 {
         UPDATES.lock().ota.state() as u32
+    }
+
+    /// Parks of CPU1 around the store's writes so far; `None` while the
+    /// store is not open or when its writes do not park CPU1.
+    #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+    pub fn park_stats() -> Option<synaptic_serve::park::ParkStats> {
+        UPDATES.lock().store.as_mut()?.flash_mut().park_stats()
     }
 
     /// The state, for Rust callers.
