@@ -164,12 +164,38 @@ static int cmd_store_list(const struct shell *sh, size_t argc, char **argv)
 	return 0;
 }
 
+static int cmd_store_status(const struct shell *sh, size_t argc, char **argv)
+{
+	struct syn_store_park_stats parks;
+	int err = cmd_store_list(sh, argc, argv);
+
+	if (err != 0) {
+		return err;
+	}
+	err = syn_store_park_stats(&parks);
+	if (err == -ENOTSUP) {
+		shell_print(sh, "store: writes do not park CPU1");
+		return 0;
+	}
+	if (err != 0) {
+		shell_error(sh, "store: park statistics: %d", err);
+		return err;
+	}
+	shell_print(sh,
+		    "store: writes park CPU1: %u parks, %u refused, longest wait %u us, "
+		    "longest hold %u us",
+		    parks.parks, parks.refused, parks.longest_ack_us, parks.longest_hold_us);
+	return 0;
+}
+
 SHELL_STATIC_SUBCMD_SET_CREATE(syn_ota_cmds,
 	SHELL_CMD_ARG(begin, NULL, "<model> <container bytes>: start an update", cmd_ota_begin,
 		      3, 0),
 	SHELL_CMD_ARG(write, NULL, "<base64>: the next chunk of the container", cmd_ota_write, 2,
 		      0),
+	SHELL_CMD_ARG(data, NULL, "<base64>: the same as write", cmd_ota_write, 2, 0),
 	SHELL_CMD(finish, NULL, "Verify the whole container from flash", cmd_ota_finish),
+	SHELL_CMD(done, NULL, "The same as finish", cmd_ota_finish),
 	SHELL_CMD(activate, NULL, "Make the verified version the active one", cmd_ota_activate),
 	SHELL_CMD(rollback, NULL, "Return to the previous version", cmd_ota_rollback),
 	SHELL_CMD(state, NULL, "Where the update stands", cmd_ota_state),
@@ -178,6 +204,8 @@ SHELL_STATIC_SUBCMD_SET_CREATE(syn_ota_cmds,
 SHELL_STATIC_SUBCMD_SET_CREATE(syn_store_cmds,
 	SHELL_CMD(list, NULL, "Models in the flash store, their versions and slots",
 		  cmd_store_list),
+	SHELL_CMD(status, NULL, "The list, and how the store's writes park CPU1",
+		  cmd_store_status),
 	SHELL_SUBCMD_SET_END);
 
 SHELL_SUBCMD_ADD((syn), ota, &syn_ota_cmds, "Model updates into the flash store", NULL, 0, 0);

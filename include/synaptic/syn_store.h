@@ -63,6 +63,27 @@ int64_t syn_store_generation(void);
  */
 int syn_store_reload(void);
 
+/** How the store's writes parked CPU1 (CONFIG_SYNAPTIC_STORE_PARK_CPU1, or
+ *  a store in CPU1's flash bank). */
+struct syn_store_park_stats {
+	/** Writes and erases done with CPU1 parked. */
+	uint32_t parks;
+	/** Writes and erases refused (-EBUSY): CPU1 not attached or silent. */
+	uint32_t refused;
+	/** Longest wait for CPU1's acknowledgement, microseconds. */
+	uint32_t longest_ack_us;
+	/** Longest time CPU1 was held, microseconds. */
+	uint32_t longest_hold_us;
+};
+
+/**
+ * The store's park statistics into @p stats: 0, -EINVAL for a NULL
+ * @p stats, -ENOTSUP when its writes do not park CPU1 (or the build has
+ * no doorbell), or a negative errno as syn_store_model_get() when the
+ * store cannot be opened.
+ */
+int syn_store_park_stats(struct syn_store_park_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

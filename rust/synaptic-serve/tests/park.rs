@@ -186,3 +186,17 @@ fn the_request_is_released_when_the_write_panics() {
     assert_eq!(cpu1.join().unwrap(), 1, "CPU1 held once and was let go");
     assert_eq!(region.control_block().park_request, 0);
 }
+
+#[test]
+fn a_refused_park_reaches_cpu1_as_ebusy() {
+    use synaptic_store::ota::OtaError;
+    use synaptic_store::StoreError;
+    assert_eq!(
+        synaptic_serve::update::ota_errno(OtaError::Store(StoreError::PeerBusy)),
+        Errno::Busy
+    );
+    assert_eq!(
+        synaptic_serve::update::ota_errno(OtaError::Store(StoreError::Flash)),
+        Errno::Io
+    );
+}

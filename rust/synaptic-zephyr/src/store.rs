@@ -165,6 +165,7 @@ pub mod ota {
 
     use synaptic_abi::Errno;
     use synaptic_runtime::registry::MAX_NAME_LEN;
+    pub use synaptic_serve::park::ParkStats;
     use synaptic_serve::update::{Activated, ModelUpdates, StoreUpdates};
     use synaptic_store::ota::{Ota, OtaError, OtaState};
     use synaptic_store::{Layout, ModelStatus, SlotState, Store, StoreError};
@@ -444,9 +445,49 @@ pub mod ota {
 
     /// Parks of CPU1 around the store's writes so far; `None` while the
     /// store is not open or when its writes do not park CPU1.
-    #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
-    pub fn park_stats() -> Option<synaptic_serve::park::ParkStats> {
-        UPDATES.lock().store.as_mut()?.flash_mut().park_stats()
+    pub fn park_stats() -> Option<ParkStats> {
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+        return UPDATES.lock().store.as_mut()?.flash_mut().park_stats();
+        #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
+        None
+    }
+
+    /// `struct syn_store_park_stats`.
+    #[repr(C)]
+    pub struct CParkStats {
+        parks: u32,
+        refused: u32,
+        longest_ack_us: u32,
+        longest_hold_us: u32,
+    }
+
+    /// `syn_store_park_stats`.
+    ///
+    /// # Safety
+    ///
+    /// `stats` is NULL or valid for writing a `struct syn_store_park_stats`.
+    #[no_mangle]
+    pub unsafe extern "C" fn syn_store_park_stats(stats: *mut CParkStats) -> i32 {
+        if stats.is_null() {
+            return -(raw::EINVAL as i32);
+        }
+        let opened = with_store(|_, _| 0);
+        if opened < 0 {
+            return opened;
+        }
+        let Some(s) = park_stats() else {
+            return -(raw::ENOTSUP as i32);
+        };
+        let out = CParkStats {
+            parks: s.parks,
+            refused: s.refused,
+            longest_ack_us: s.longest_ack_us,
+            longest_hold_us: s.longest_hold_us,
+        };
+        // SAFETY: non-null and valid for the write (this function's
+        // contract).
+        unsafe { stats.write(out) };
+        0
     }
 
     /// The state, for Rust callers.

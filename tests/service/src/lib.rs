@@ -343,7 +343,8 @@ fn run() -> Verdict {
 /// every write and erase of the updates above parked it, none refused.
 fn parked_writes() -> bool {
     let Some(s) = synaptic_zephyr::store::ota::park_stats() else {
-        return true;
+        let (rc, found) = shell(c"syn store status", "store: writes do not park CPU1");
+        return rc == 0 && found;
     };
     printkln!(
         "service test: store writes parked CPU1 {} times, {} refused; longest wait for its acknowledgement {} us, longest hold {} us (emulated)",
@@ -352,5 +353,6 @@ fn parked_writes() -> bool {
         s.longest_ack_us,
         s.longest_hold_us
     );
-    s.parks > 0 && s.refused == 0
+    let (rc, found) = shell(c"syn store status", "store: writes park CPU1: ");
+    s.parks > 0 && s.refused == 0 && rc == 0 && found
 }
