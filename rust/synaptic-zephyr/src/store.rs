@@ -135,14 +135,16 @@ impl Flash for ZephyrFlash {
     }
 
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), StoreError> {
-        let at = self.offset(offset, data.len())?;
-        let chunk = self.park_chunk();
-        for (at, part) in (at..).step_by(chunk).zip(data.chunks(chunk)) {
+        let mut at = self.offset(offset, data.len())?;
+        for part in data.chunks(self.park_chunk()) {
             self.modify(|| {
                 // SAFETY: `part` is valid for `part.len()` readable bytes;
                 // its range lies inside the open partition (as `data`'s).
                 unsafe { syn_store_flash_write(at, part.as_ptr(), part.len()) }
             })?;
+            // No overflow: `data` ends inside the partition, whose size is
+            // a u32 (checked by `offset`).
+            at += part.len() as u32;
         }
         Ok(())
     }
