@@ -50,12 +50,21 @@ impl<'r> ParkWords<'r> {
         }
     }
 
-    /// CPU1: the generation CPU0 asks it to park for, zero when none (what
-    /// its doorbell interrupt reads first).
+    /// CPU1: the generation CPU0 asks it to park for, zero when none.
     #[inline(always)]
     pub fn requested(&self) -> u32 {
         // Ordering: Acquire pairs with CPU0's Release store of the request.
         self.request.load(Ordering::Acquire)
+    }
+
+    /// CPU1: whether a park is asked for, without a barrier: what every
+    /// doorbell interrupt reads first, so that one that only announces
+    /// replies costs no `dmb`. [`hold`](Self::hold) reads the request
+    /// again with Acquire.
+    #[inline(always)]
+    pub fn asked(&self) -> bool {
+        // Ordering: a hint; see above.
+        self.request.load(Ordering::Relaxed) != 0
     }
 
     /// CPU1: acknowledge and hold until CPU0 writes zero; `relax` runs

@@ -29,22 +29,25 @@ static CPU1_PARK: AtomicPtr<ParkWords<'static>> = AtomicPtr::new(null_mut());
 /// doorbell starts). A second call keeps the first words.
 pub(crate) fn serve_on_cpu1(words: ParkWords<'static>) {
     if let Some(words) = CPU1_WORDS.try_init(words) {
-        // Ordering: Release, so the interrupt that loads the pointer with
-        // Acquire sees the words it points to.
+        // Ordering: Release, once per boot; the interrupt's Relaxed load
+        // is enough on one core (see `on_cpu1_doorbell`).
         CPU1_PARK.store(words, Ordering::Release);
     }
 }
 
 /// CPU1's doorbell interrupt, first thing: hold in RAM while CPU0 asks.
 pub(crate) fn on_cpu1_doorbell() {
-    let words = CPU1_PARK.load(Ordering::Acquire);
+    // Ordering: Relaxed: `serve_on_cpu1` stored it on this core before the
+    // doorbell's interrupt was enabled, and an interrupt sees the stores
+    // its core made before it.
+    let words = CPU1_PARK.load(Ordering::Relaxed);
     if words.is_null() {
         return;
     }
     // SAFETY: a non-null pointer is only ever the `&'static` that
     // `serve_on_cpu1` stored, never written through.
     let words = unsafe { &*words };
-    if words.requested() != 0 {
+    if words.asked() {
         // A register branch into RAM (see the module's invariants).
         let hold: fn(&ParkWords<'static>) = hold_in_ram;
         core::hint::black_box(hold)(words);
