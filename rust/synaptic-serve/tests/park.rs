@@ -16,19 +16,20 @@ use synaptic_serve::SharedRegion;
 
 const N: usize = 8;
 
-/// 16-byte aligned backing store for one region.
-fn region_memory() -> (Vec<u128>, usize) {
+/// A published region on leaked, 16-byte aligned memory (threads share it
+/// for the rest of the test binary), with CPU1 marked attached or not.
+fn region(cpu1_attached: bool) -> SharedRegion<'static, N> {
     let size = region_size::<N>(SlotGeometry::DEFAULT);
-    (vec![0u128; size.div_ceil(16)], size)
-}
-
-fn region(memory: &mut [u128], size: usize) -> SharedRegion<'static, N> {
+    let memory: &'static mut [u128] = Box::leak(vec![0u128; size.div_ceil(16)].into_boxed_slice());
     let base = NonNull::new(memory.as_mut_ptr().cast::<u8>()).unwrap();
-    // SAFETY: the memory outlives every use in the test (leaked by the
-    // callers that share it across threads), is 16-aligned and `size` long.
+    // SAFETY: the memory is leaked (it outlives every use), 16-aligned and
+    // `size` long.
     let region = unsafe { SharedRegion::from_raw(base, size, SlotGeometry::DEFAULT) }.unwrap();
     // SAFETY: no ring handle exists yet.
     unsafe { region.publish() };
+    if cpu1_attached {
+        region.set_ready(Core::Cpu1);
+    }
     region
 }
 
@@ -53,10 +54,7 @@ impl Clock for Wall {
 
 #[test]
 fn cpu0_writes_only_while_cpu1_holds() {
-    let (memory, size) = region_memory();
-    let memory: &'static mut [u128] = Box::leak(memory.into_boxed_slice());
-    let region = region(memory, size);
-    region.set_ready(Core::Cpu1);
+    let region = region(true);
     let bell = Arc::new(AtomicBool::new(false));
     let cpu1_in_flash = Arc::new(AtomicBool::new(false));
     let cpu0_writing = Arc::new(AtomicBool::new(false));
@@ -123,9 +121,7 @@ fn cpu0_writes_only_while_cpu1_holds() {
 
 #[test]
 fn an_unanswered_request_is_withdrawn_and_the_write_skipped() {
-    let (mut memory, size) = region_memory();
-    let region = region(&mut memory, size);
-    region.set_ready(Core::Cpu1);
+    let region = region(true);
     let bell = Arc::new(AtomicBool::new(false));
     let mut parker = Parker::new(region.park_words(), Flag(bell.clone()));
     let clock = FakeClock::new(0);
@@ -150,8 +146,7 @@ fn an_unanswered_request_is_withdrawn_and_the_write_skipped() {
 
 #[test]
 fn a_cpu1_that_never_attached_is_not_asked() {
-    let (mut memory, size) = region_memory();
-    let region = region(&mut memory, size);
+    let region = region(false);
     let bell = Arc::new(AtomicBool::new(false));
     let mut parker = Parker::new(region.park_words(), Flag(bell.clone()));
     let clock = FakeClock::new(0);
@@ -163,10 +158,7 @@ fn a_cpu1_that_never_attached_is_not_asked() {
 
 #[test]
 fn the_request_is_released_when_the_write_panics() {
-    let (memory, size) = region_memory();
-    let memory: &'static mut [u128] = Box::leak(memory.into_boxed_slice());
-    let region = region(memory, size);
-    region.set_ready(Core::Cpu1);
+    let region = region(true);
     let bell = Arc::new(AtomicBool::new(false));
     let words = region.park_words();
     let cpu1 = thread::spawn(move || {
