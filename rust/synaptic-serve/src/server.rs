@@ -1282,9 +1282,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         let estimate = if e.estimate_us == 0 {
             sample
         } else {
-            // est += (sample - est) / 4, in integers.
-            let est = i64::from(e.estimate_us);
-            (est + (i64::from(sample) - est) / 4).clamp(1, i64::from(u32::MAX)) as u32
+            // est += (sample - est) / 4, rounded toward zero, in u32 (a
+            // signed 64-bit division links a 1 KB library routine). The
+            // result lies between est and sample, so it stays in 1..=MAX.
+            let est = e.estimate_us;
+            if sample >= est {
+                est + (sample - est) / 4
+            } else {
+                est - (est - sample) / 4
+            }
         };
         // Unchanged (steady service): the shared words already say it; a
         // peer's scribble over them is undone by `repair_estimates`.
