@@ -128,6 +128,16 @@ def test_budget_line_is_a_check_only_when_enforced(monkeypatch):
     assert verdict == -1 and line.lstrip().startswith("FAIL")
 
 
+def test_cpu0_line_holds_the_ceiling_and_names_the_distance_to_the_target():
+    line, verdict = ir.cpu0_target_line("frdm: a/cpu0", 80_288)
+    assert verdict == 1
+    assert "within the 80 KB ceiling; 3,488 B over the 75 KB target" in line
+    line, verdict = ir.cpu0_target_line("frdm: a/cpu0", 80 * 1024 + 1)
+    assert verdict == -1 and line.lstrip().startswith("FAIL")
+    line, verdict = ir.cpu0_target_line("frdm: a/cpu0", 75 * 1024)
+    assert verdict == 1 and "within the 75 KB target" in line
+
+
 def test_components_of_c_archives_and_link_time_optimised_objects():
     assert ir.component("k_sem_give", "zephyr/kernel/libkernel.a(sem.c.obj)") == "zephyr kernel"
     assert ir.component("memcpy", "zephyr/lib/libc/minimal/liblib__libc__minimal.a(string.c.obj)") == "libc"
