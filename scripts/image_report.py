@@ -56,10 +56,10 @@ BUDGET_ENFORCED: frozenset[str] = frozenset({
     "frdm_mcxn947_mcxn947_cpu0: sample.synaptic.dual_model.frdm/dual_model_cpu1",
 })
 # Flash target of the FRDM dual_model CPU0 image, and the ceiling that image
-# is held to until it meets the target: 80,288 B measured when the ceiling
-# was set (LTO, opt-level z, trimmed shell and devicetree).
+# is held to until it meets the target: 85,976 B measured when the ceiling
+# was set (LTO, trimmed shell and devicetree, opt-level "s").
 CPU0_FLASH_TARGET = 75 * 1024
-CPU0_FLASH_CEILING = 80 * 1024
+CPU0_FLASH_CEILING = 85 * 1024
 CPU0_TARGET_IMAGES: frozenset[str] = frozenset({
     "frdm_mcxn947_mcxn947_cpu0: sample.synaptic.dual_model.frdm/dual_model",
 })
