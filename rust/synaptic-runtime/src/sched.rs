@@ -405,7 +405,11 @@ struct Slot<'a> {
 }
 
 /// The scheduler: `J` job slots over a caller-provided work buffer.
-pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS> {
+///
+/// `CPU = false` builds it for firmware without a CPU device: it never
+/// looks at [`Env::cpu`], and every path to that device (placement among
+/// devices, staging, starting and running on it) compiles away.
+pub struct Scheduler<'a, const J: usize = DEFAULT_MAX_JOBS, const CPU: bool = true> {
     slots: [Slot<'a>; J],
     work: &'a mut [u8],
     buffer_len: usize,
@@ -508,7 +512,15 @@ struct Pick {
 /// Whether a device has its asynchronous step in flight, by [`Device::index`].
 type Busy = [bool; 2];
 
-impl<'a, const J: usize> Scheduler<'a, J> {
+impl<'a, const J: usize, const CPU: bool> Scheduler<'a, J, CPU> {
+    /// Whether `env` has a CPU device this scheduler uses (never with
+    /// `CPU = false`).
+    fn has_cpu<N, C, const M: usize, const P: usize, const S: usize>(
+        env: &Env<'_, N, C, M, P, S>,
+    ) -> bool {
+        CPU && env.cpu.is_some()
+    }
+
     const FITS: () = assert!(J > 0 && J <= u16::MAX as usize, "1..=65535 jobs");
 
     /// A scheduler whose jobs share `work`: each slot gets two buffers of
@@ -634,7 +646,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         busy: Busy,
         env: &Env<'_, N, C, M, P, S>,
     ) -> Result<Device, JobError> {
-        if env.cpu.is_none() {
+        if !Self::has_cpu(env) {
             return Ok(Device::Npu);
         }
         self.place_among(handle, priority, busy, env)
@@ -655,7 +667,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             .info(handle)
             .map_err(JobError::Registry)?
             .devices;
-        let present = if env.cpu.is_some() {
+        let present = if Self::has_cpu(env) {
             DeviceMask::ALL
         } else {
             DeviceMask::NPU
@@ -856,7 +868,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         env: &mut Env<'_, N, C, M, P, S>,
     ) -> Result<Alone, SchedError> {
         let alone = self.overlap
-            && env.cpu.is_none()
+            && !Self::has_cpu(env)
             && self.is_idle()
             && self.current.is_none()
             && request.deadline_us.is_none()
@@ -1261,7 +1273,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         };
         let busy = [
             self.overlap && env.npu.state() == NpuState::Busy,
-            self.overlap
+            CPU && self.overlap
                 && env
                     .cpu
                     .as_deref()
@@ -1409,7 +1421,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             // With idle devices and no CPU device there is nothing to
             // decide, and no lookup is made.
             let mut model = None;
-            let placed = if busy[0] || busy[1] || env.cpu.is_some() {
+            let placed = if busy[0] || busy[1] || Self::has_cpu(env) {
                 model = env.pipelines.runnable(pipeline_id).ok().and_then(|p| {
                     match p.steps().get(usize::from(next)) {
                         Some(Step::Model(h)) => Some(*h),
@@ -1492,13 +1504,14 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         };
         let last = usize::from(next) + 1 == steps.len();
         let device = match (step, placed) {
-            (Step::Model(_), Some(Ok(d))) => d,
+            (Step::Model(_), Some(Ok(d))) if CPU => d,
             (Step::Model(_), Some(Err(e))) => {
                 self.finish(i, Err(e), env);
                 return Some(done(true));
             }
-            // Not placed: no CPU device, so the NPU (`stage_model` refuses
-            // a model that does not allow it); or not a model step.
+            // Not placed, or by a scheduler without a CPU device: the NPU
+            // (`stage_model` refuses a model that does not allow it); or
+            // not a model step.
             _ => Device::Npu,
         };
         // Overlap: the NPU, and a sliced CPU device, start asynchronously;
@@ -1506,7 +1519,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         let start_async = match (self.overlap, step, device) {
             (true, Step::Model(_), Device::Npu) => true,
             (true, Step::Model(_), Device::CpuInterpreter) => {
-                env.cpu.as_deref().is_some_and(|c| c.capabilities().sliced)
+                CPU && env.cpu.as_deref().is_some_and(|c| c.capabilities().sliced)
             }
             _ => false,
         };
@@ -1540,7 +1553,7 @@ impl<'a, const J: usize> Scheduler<'a, J> {
             available: len,
         });
         if let (true, &Step::Model(handle)) = (start_async, step) {
-            let sliced = device == Device::CpuInterpreter;
+            let sliced = CPU && device == Device::CpuInterpreter;
             let begun = input.and_then(|input| {
                 if sliced {
                     start_on_cpu(handle, &input, output.len(), env)
@@ -1708,8 +1721,8 @@ impl<'a, const J: usize> Scheduler<'a, J> {
         match device {
             Device::Npu => self.collect_from(device, &mut **npu, registry, *clock),
             Device::CpuInterpreter => match cpu.as_deref_mut() {
-                Some(cpu) => self.collect_from(device, cpu, registry, *clock),
-                None => (None, false),
+                Some(cpu) if CPU => self.collect_from(device, cpu, registry, *clock),
+                _ => (None, false),
             },
         }
     }

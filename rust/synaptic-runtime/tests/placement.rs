@@ -101,8 +101,8 @@ static DATA: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
 static BAD: [u8; 8] = [FAIL_MARKER; 8];
 
 /// Runs one job of pipeline `p` to the end; returns the device it ran on.
-fn run_one(
-    sched: &mut Scheduler<'_, 2>,
+fn run_one<const CPU: bool>(
+    sched: &mut Scheduler<'_, 2, CPU>,
     rig: &mut Rig,
     p: PipelineId,
     data: &'static [u8; 8],
@@ -116,6 +116,60 @@ fn run_one(
         (0, 1) => Device::CpuInterpreter,
         other => panic!("one device runs a step: {other:?}"),
     }
+}
+
+/// Firmware without a CPU device builds its scheduler with `CPU = false`:
+/// every step runs on the NPU whatever the policy, even with a CPU device
+/// in the environment, run to the end or overlapped. (With `CPU = true` the
+/// same rig runs `CpuOnly` on the CPU, so the device is there to be used.)
+#[test]
+fn a_scheduler_built_without_a_cpu_device_never_uses_one() {
+    let mut rig = Rig::new();
+    let (_, p) = rig.both;
+    for policy in Policy::ALL {
+        let mut work = [0u8; 512];
+        let mut sched: Scheduler<'_, 2, false> = Scheduler::new(&mut work);
+        sched.set_policy(policy);
+        for _ in 0..3 {
+            assert_eq!(
+                run_one(&mut sched, &mut rig, p, &DATA),
+                Device::Npu,
+                "{policy:?}"
+            );
+        }
+        // Overlapped: three jobs at once, the clock moved while one waits.
+        let mut work = [0u8; 512];
+        let mut sched: Scheduler<'_, 4, false> = Scheduler::new(&mut work);
+        sched.set_overlap(true).unwrap();
+        sched.set_policy(policy);
+        let before = rig.invokes();
+        for _ in 0..3 {
+            sched
+                .submit(JobRequest::new(p, input(&DATA)), &rig.pool, rig.clock)
+                .unwrap();
+        }
+        loop {
+            match sched.step(&mut rig.env()) {
+                StepOutcome::Waiting => rig.clock.advance(1),
+                StepOutcome::Idle => break,
+                StepOutcome::Ran { .. } => {}
+            }
+        }
+        let after = rig.invokes();
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1),
+            (3, 0),
+            "{policy:?}"
+        );
+    }
+    assert_eq!(rig.predicted(rig.both.0, Device::CpuInterpreter).1, 0);
+    let mut work = [0u8; 512];
+    let mut sched: Scheduler<'_, 2> = Scheduler::new(&mut work);
+    sched.set_policy(Policy::CpuOnly);
+    assert_eq!(
+        run_one(&mut sched, &mut rig, p, &DATA),
+        Device::CpuInterpreter
+    );
 }
 
 #[test]

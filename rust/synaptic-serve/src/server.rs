@@ -300,9 +300,19 @@ pub struct Completion {
 
 /// What the server borrows from CPU0's runtime while it works: the
 /// scheduler it shares with local jobs, and what the scheduler needs.
-pub struct Runtime<'e, 'a, Npu, C, const M: usize, const P: usize, const S: usize, const J: usize> {
+pub struct Runtime<
+    'e,
+    'a,
+    Npu,
+    C,
+    const M: usize,
+    const P: usize,
+    const S: usize,
+    const J: usize,
+    const CPU: bool = true,
+> {
     /// The scheduler local and remote jobs share.
-    pub scheduler: &'e mut Scheduler<'a, J>,
+    pub scheduler: &'e mut Scheduler<'a, J, CPU>,
     /// The model registry.
     pub registry: &'e mut Registry<M>,
     /// The NPU.
@@ -330,7 +340,8 @@ impl<
         const P: usize,
         const S: usize,
         const J: usize,
-    > Runtime<'_, 'a, Npu, C, M, P, S, J>
+        const CPU: bool,
+    > Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>
 {
     /// One scheduler step (the most urgent job's next stage).
     pub fn step(&mut self) -> StepOutcome {
@@ -339,7 +350,7 @@ impl<
     }
 
     /// The scheduler, and the rest as the scheduler's environment.
-    fn parts(&mut self) -> (&mut Scheduler<'a, J>, Env<'_, Npu, C, M, P, S>) {
+    fn parts(&mut self) -> (&mut Scheduler<'a, J, CPU>, Env<'_, Npu, C, M, P, S>) {
         let env = Env {
             registry: &mut *self.registry,
             npu: &mut *self.npu,
@@ -516,11 +527,19 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     /// [`ServeError::Registry`] when the registry refuses `desc` (full,
     /// no device, ...); [`ServeError::Pipeline`] when the pool is full. On
     /// an error nothing changed.
-    pub fn replace<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    pub fn replace<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
         model: ModelHandle,
         desc: &ModelDesc<'_>,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
     ) -> Result<ModelHandle, ServeError>
     where
         Npu: NpuDevice,
@@ -570,9 +589,17 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     /// Retire every replaced version no job uses any more (see
     /// [`replace`](Self::replace)).
-    fn retire<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    fn retire<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
     ) where
         Npu: NpuDevice,
     {
@@ -671,10 +698,18 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     /// [`handle_valid`](Self::handle_valid). A message whose type byte is a
     /// request but whose priority byte is not a class is answered
     /// `-EBADMSG`; one whose type byte names nothing is ignored.
-    pub fn handle<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    pub fn handle<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
         raw: Message,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         replies: &impl ReplyPort,
         ledger: &SlotLedger,
     ) -> Disposition
@@ -702,10 +737,18 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     /// Handle one decoded message from CPU1 (normally a slot request the
     /// intake forwarded, with its slot marked in `ledger`).
-    pub fn handle_valid<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    pub fn handle_valid<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
         msg: &ValidMessage,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         replies: &impl ReplyPort,
         ledger: &SlotLedger,
     ) -> Disposition
@@ -719,10 +762,18 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     /// [`handle_valid`](Self::handle_valid); `alone`: the request is the
     /// only one in sight, and an inference may run at once
     /// ([`Scheduler::submit_alone`]) and be answered here.
-    fn handle_request<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    fn handle_request<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
         msg: &ValidMessage,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         replies: &impl ReplyPort,
         ledger: &SlotLedger,
         alone: bool,
@@ -876,11 +927,19 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
 
     /// Validate an `INFER_REQ` on slot `slot` and submit its job (`alone`:
     /// through [`Scheduler::submit_alone`], which may run it at once).
-    fn accept<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    fn accept<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
         msg: &ValidMessage,
         slot: usize,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         alone: bool,
     ) -> Result<(Accepted, ModelHandle, ModelHandle), ServeError>
     where
@@ -993,11 +1052,19 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     }
 
     /// Do the `MODEL_UPDATE` step slot `slot` holds; its status.
-    fn update<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    fn update<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
         msg: &ValidMessage,
         slot: usize,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
     ) -> Result<i32, ServeError>
     where
         Npu: NpuDevice,
@@ -1023,12 +1090,20 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     }
 
     #[cfg(feature = "updates")]
-    fn update_step<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    fn update_step<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
         msg: &ValidMessage,
         exchange: Exchange<'a>,
         updates: &mut dyn ModelUpdates,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
     ) -> Result<i32, ServeError>
     where
         Npu: NpuDevice,
@@ -1107,9 +1182,17 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     /// [`ServeError::Busy`] while a model that needs a swap still has its
     /// previous swap's old version running (call again later; the others
     /// were swapped); the first other swap's error.
-    pub fn follow_store<Npu, C, const M: usize, const P: usize, const S: usize, const J: usize>(
+    pub fn follow_store<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
         &mut self,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
     ) -> Result<usize, ServeError>
     where
         Npu: NpuDevice,
@@ -1156,9 +1239,17 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     /// its slot, result words into the slot header, job reclaimed, reply
     /// pushed, slot released in `ledger`, estimate updated. Returns how many
     /// were answered and the last one.
-    pub fn complete<C, const M: usize, const P: usize, const S: usize, const J: usize, Npu>(
+    pub fn complete<
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        Npu,
+        const CPU: bool,
+    >(
         &mut self,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         replies: &impl ReplyPort,
         ledger: &SlotLedger,
     ) -> Option<Completion>
@@ -1170,9 +1261,17 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     }
 
     /// [`complete`](Self::complete), also counting the answers.
-    fn answer<C, const M: usize, const P: usize, const S: usize, const J: usize, Npu>(
+    fn answer<
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        Npu,
+        const CPU: bool,
+    >(
         &mut self,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         replies: &impl ReplyPort,
         ledger: &SlotLedger,
     ) -> (usize, Option<Completion>)
@@ -1192,10 +1291,18 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         answered
     }
 
-    fn complete_slot<C, const M: usize, const P: usize, const S: usize, const J: usize, Npu>(
+    fn complete_slot<
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        Npu,
+        const CPU: bool,
+    >(
         &mut self,
         slot: usize,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         replies: &impl ReplyPort,
         ledger: &SlotLedger,
     ) -> Option<Completion>
@@ -1318,10 +1425,11 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         const P: usize,
         const S: usize,
         const J: usize,
+        const CPU: bool,
     >(
         &mut self,
         inbox: &Inbox<Sem, Q>,
-        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
         replies: &impl ReplyPort,
         ledger: &SlotLedger,
         idle: Timeout,

@@ -116,6 +116,8 @@ pub const MAX_MODELS: usize = crate::status::MAX_MODELS;
 const MAX_PIPELINES: usize = zephyr::kconfig::CONFIG_SYNAPTIC_MAX_PIPELINES as usize;
 const MAX_STAGES: usize = zephyr::kconfig::CONFIG_SYNAPTIC_MAX_PIPELINE_STAGES as usize;
 const MAX_JOBS: usize = zephyr::kconfig::CONFIG_SYNAPTIC_MAX_JOBS as usize;
+/// Whether the runtime has a CPU device (`CONFIG_SYNAPTIC_CPU_INTERPRETER`).
+const HAS_CPU_DEVICE: bool = cfg!(CONFIG_SYNAPTIC_CPU_INTERPRETER);
 const ARENA_SIZE: usize = zephyr::kconfig::CONFIG_SYNAPTIC_ARENA_SIZE as usize;
 const SCRATCH_SIZE: usize = zephyr::kconfig::CONFIG_SYNAPTIC_SCRATCH_SIZE as usize;
 /// Every job slot's two buffers can hold the largest output the slot takes.
@@ -581,7 +583,9 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     let Some(work) = WORK.try_take() else {
         return setup_failed("work buffer taken");
     };
-    let mut scheduler: Scheduler<'static, MAX_JOBS> = Scheduler::new(work);
+    // Without the interpreter the scheduler is built without a CPU device:
+    // its placement among devices and the CPU paths compile away.
+    let mut scheduler: Scheduler<'static, MAX_JOBS, HAS_CPU_DEVICE> = Scheduler::new(work);
     if cfg!(CONFIG_SYNAPTIC_NPU_OVERLAP) && npu.capabilities().async_invoke {
         let _ = scheduler.set_overlap(true);
     }
