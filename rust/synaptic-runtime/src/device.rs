@@ -15,8 +15,12 @@
 //! would ripple into every function that names `Env`, `Runtime` or the
 //! serving layer (and into every caller's type annotations) for a device
 //! that is called once per model step, where one indirect call is nothing
-//! next to an inference. `None` is the board without the interpreter: the
-//! CPU device costs nothing unless a firmware builds one.
+//! next to an inference. `None` is the board without the interpreter. Its
+//! code is another matter: the paths to the CPU device (placement among
+//! devices, staging, starting, running and collecting on it) are 4 KB of
+//! CPU0's flash, so a firmware without the device builds its
+//! [`Scheduler`](crate::sched::Scheduler) with `CPU = false` (a const
+//! parameter, `true` by default) and those paths compile away.
 //!
 //! # Placement
 //!
