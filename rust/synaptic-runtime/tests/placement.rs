@@ -118,6 +118,27 @@ fn run_one<const CPU: bool>(
     }
 }
 
+/// Submits one job of each pipeline in `pipelines` and steps them all to
+/// the end, moving the clock while a step waits on a device.
+fn run_all<const J: usize, const CPU: bool>(
+    sched: &mut Scheduler<'_, J, CPU>,
+    rig: &mut Rig,
+    pipelines: &[PipelineId],
+) {
+    for &p in pipelines {
+        sched
+            .submit(JobRequest::new(p, input(&DATA)), &rig.pool, rig.clock)
+            .unwrap();
+    }
+    loop {
+        match sched.step(&mut rig.env()) {
+            StepOutcome::Waiting => rig.clock.advance(1),
+            StepOutcome::Idle => break,
+            StepOutcome::Ran { .. } => {}
+        }
+    }
+}
+
 /// Firmware without a CPU device builds its scheduler with `CPU = false`:
 /// every step runs on the NPU whatever the policy, even with a CPU device
 /// in the environment, run to the end or overlapped. (With `CPU = true` the
@@ -143,18 +164,7 @@ fn a_scheduler_built_without_a_cpu_device_never_uses_one() {
         sched.set_overlap(true).unwrap();
         sched.set_policy(policy);
         let before = rig.invokes();
-        for _ in 0..3 {
-            sched
-                .submit(JobRequest::new(p, input(&DATA)), &rig.pool, rig.clock)
-                .unwrap();
-        }
-        loop {
-            match sched.step(&mut rig.env()) {
-                StepOutcome::Waiting => rig.clock.advance(1),
-                StepOutcome::Idle => break,
-                StepOutcome::Ran { .. } => {}
-            }
-        }
+        run_all(&mut sched, &mut rig, &[p; 3]);
         let after = rig.invokes();
         assert_eq!(
             (after.0 - before.0, after.1 - before.1),
@@ -439,19 +449,8 @@ fn npu_estimate_after_cpu_steps(
     let mut sched: Scheduler<'_, 4> = Scheduler::new(&mut work);
     sched.set_overlap(true).unwrap();
     sched.set_policy(Policy::CpuOnly);
-    for p in [a, b, b] {
-        sched
-            .submit(JobRequest::new(p, input(&DATA)), &rig.pool, rig.clock)
-            .unwrap();
-    }
     // A starts on the NPU; B and C run on the CPU, one per step.
-    loop {
-        match sched.step(&mut rig.env()) {
-            StepOutcome::Waiting => rig.clock.advance(1),
-            StepOutcome::Idle => break,
-            StepOutcome::Ran { .. } => {}
-        }
-    }
+    run_all(&mut sched, &mut rig, &[a, b, b]);
     assert_eq!(rig.invokes(), (1, 2));
     rig.predicted(model, Device::Npu)
 }
