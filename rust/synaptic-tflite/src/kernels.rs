@@ -13,7 +13,9 @@
 use core::ops::Range;
 
 use crate::model::Geometry;
-use crate::quant::{clamp, expf, multiply_by_quantized_multiplier};
+use crate::quant::{
+    clamp, expf, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_once,
+};
 use crate::Error;
 
 const SHAPE: Error = Error::Internal("kernel buffer shorter than its shape");
@@ -402,8 +404,11 @@ pub(crate) fn fully_connected(
             if let Some(bias) = bias {
                 acc = acc.wrapping_add(word(bias, u)?);
             }
-            let multiplier = channel(q.channels, if per_channel { u } else { 0 })?;
-            *output.get_mut(b * units + u).ok_or(SHAPE)? = q.finish(acc, multiplier);
+            let (m, shift) = channel(q.channels, if per_channel { u } else { 0 })?;
+            // LiteRT's fully-connected kernel rounds once (see `quant`).
+            let scaled = multiply_by_quantized_multiplier_once(acc, m, shift);
+            *output.get_mut(b * units + u).ok_or(SHAPE)? =
+                clamp(scaled.wrapping_add(q.output_offset), q.act_min, q.act_max) as i8 as u8;
         }
     }
     Ok(())

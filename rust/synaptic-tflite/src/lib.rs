@@ -90,13 +90,15 @@
 mod flat;
 mod kernels;
 mod model;
+mod ops;
 mod quant;
 mod schema;
 
 pub use model::{
-    ElementType, Model, Quantization, Shape, Tensor, MAX_OPERATORS, MAX_RANK, MAX_TENSORS,
-    MAX_TENSOR_BYTES,
+    ElementType, Model, Quantization, Shape, Tensor, MAX_OPERANDS, MAX_OPERATORS, MAX_RANK,
+    MAX_TENSORS, MAX_TENSOR_BYTES,
 };
+pub use ops::{name as operator_name, SUPPORTED as SUPPORTED_OPERATORS};
 pub use schema::{FILE_IDENTIFIER, SCHEMA_VERSION};
 
 use model::{Kind, Prepared};
@@ -114,9 +116,21 @@ pub enum Error {
     SchemaVersion(u32),
     /// A required table or vector is absent.
     MissingField(&'static str),
-    /// A builtin operator this interpreter does not implement (its
-    /// `BuiltinOperator` code).
-    UnsupportedOperator(i32),
+    /// A builtin operator this interpreter does not implement.
+    UnsupportedOperator {
+        /// Its `BuiltinOperator` code.
+        code: i32,
+        /// Its name in TFLite's schema (`"UNKNOWN"` for a code past it).
+        name: &'static str,
+    },
+    /// An operator this interpreter implements, used in a way it does not
+    /// (an element type, a broadcast, an attribute).
+    UnsupportedFeature {
+        /// The operator's name in TFLite's schema.
+        operator: &'static str,
+        /// What the interpreter lacks.
+        what: &'static str,
+    },
     /// A feature this interpreter does not implement.
     Unsupported(&'static str),
     /// A tensor is inconsistent (index into the subgraph's tensors).
@@ -160,7 +174,12 @@ impl core::fmt::Display for Error {
             Error::NotTflite => f.write_str("not a TFLite model (identifier is not TFL3)"),
             Error::SchemaVersion(v) => write!(f, "schema version {v}, expected 3"),
             Error::MissingField(name) => write!(f, "missing {name}"),
-            Error::UnsupportedOperator(code) => write!(f, "unsupported builtin operator {code}"),
+            Error::UnsupportedOperator { code, name } => {
+                write!(f, "unsupported operator {name} (builtin code {code})")
+            }
+            Error::UnsupportedFeature { operator, what } => {
+                write!(f, "{operator}: unsupported: {what}")
+            }
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
             Error::InvalidTensor { tensor, reason } => write!(f, "tensor {tensor}: {reason}"),
             Error::InvalidOperator { operator, reason } => {
@@ -515,7 +534,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             add(model.input_tensor(i)?)?;
         }
         for k in 0..model.operator_count() {
-            add(model.prepare(k)?.output)?;
+            for t in model.prepare(k)?.outputs.iter() {
+                add(t)?;
+            }
         }
         Ok(total)
     }
@@ -549,16 +570,23 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         }
         for k in 0..model.operator_count() {
             let p = model.prepare(k)?;
-            let mut input = Record::read(arena, p.input)?;
-            input.last = input.last.max(k as u32);
-            input.write(arena, p.input)?;
-            Record {
-                offset: NONE,
-                size: size(p.output)?,
-                first: k as u32,
-                last: k as u32,
+            for t in p.inputs.iter() {
+                if model.tensor(t)?.is_constant() {
+                    continue;
+                }
+                let mut input = Record::read(arena, t)?;
+                input.last = input.last.max(k as u32);
+                input.write(arena, t)?;
             }
-            .write(arena, p.output)?;
+            for t in p.outputs.iter() {
+                Record {
+                    offset: NONE,
+                    size: size(t)?,
+                    first: k as u32,
+                    last: k as u32,
+                }
+                .write(arena, t)?;
+            }
         }
         // Graph outputs live past the last operator, to be read.
         for i in 0..model.output_count() {
@@ -686,7 +714,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     pub fn invoke_observed(&mut self, mut observe: impl FnMut(usize, &[u8])) -> Result<(), Error> {
         for k in 0..self.model.operator_count() {
             self.run(k, 0, None)?;
-            let range = self.range(self.model.prepare(k)?.output)?;
+            let range = self.range(self.model.prepare(k)?.output())?;
             observe(k, self.arena.get(range).ok_or(SHAPE)?);
         }
         // A whole run: a sliced one would have nothing left to do.
@@ -700,8 +728,6 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// `row`; `None`: it is complete.
     fn run(&mut self, k: usize, from: usize, limit: Option<usize>) -> Result<Option<usize>, Error> {
         let p = self.model.prepare(k)?;
-        let input = self.range(p.input)?;
-        let output = self.range(p.output)?;
         let tensors = self.model.tensor_count();
         let channel_start = get_word(self.arena, tensors * TENSOR_RECORD + k * OPERATOR_RECORD)?;
         let channel_range = if channel_start == NONE {
@@ -710,33 +736,68 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             let start = channel_start as usize;
             start..start + p.kind.channels() * CHANNEL_RECORD
         };
-        // Split the arena into the bookkeeping (read-only here), the input
-        // and the output; the plan keeps input and output apart.
-        let (bookkeeping, activations) = self.arena.split_at_mut(self.activations);
+        // Where each input is: a constant of the model, or arena bytes
+        // (relative to the activations).
         let base = self.activations;
-        let (input, output) = (
-            input.start - base..input.end - base,
-            output.start - base..output.end - base,
-        );
-        if input.start > activations.len() || output.start > activations.len() {
-            return Err(SHAPE);
+        let mut constants: [Option<&'m [u8]>; MAX_OPERANDS] = [None; MAX_OPERANDS];
+        let mut ranges: [core::ops::Range<usize>; MAX_OPERANDS] = Default::default();
+        for (i, t) in p.inputs.iter().enumerate() {
+            match self.model.tensor(t)?.data {
+                Some(data) => constants[i] = Some(data),
+                None => {
+                    let r = self.range(t)?;
+                    ranges[i] = r.start - base..r.end - base;
+                }
+            }
         }
-        let (x, y): (&[u8], &mut [u8]) = if input.end <= output.start {
-            let (low, high) = activations.split_at_mut(output.start);
-            (
-                low.get(input).ok_or(SHAPE)?,
-                high.get_mut(..output.len()).ok_or(SHAPE)?,
-            )
-        } else if output.end <= input.start {
-            let (low, high) = activations.split_at_mut(input.start);
-            (
-                high.get(..input.len()).ok_or(SHAPE)?,
-                low.get_mut(output).ok_or(SHAPE)?,
-            )
-        } else {
-            return Err(Error::Internal("input and output overlap"));
-        };
-        let channels = bookkeeping.get(channel_range).ok_or(SHAPE)?;
+        let mut end = None;
+        for (o, t) in p.outputs.iter().enumerate() {
+            let r = self.range(t)?;
+            let output = r.start - base..r.end - base;
+            // Split the arena into the bookkeeping (read-only here), the
+            // output, and what lies below and above it, where the inputs
+            // are: the plan keeps an operator's inputs and outputs apart.
+            let (bookkeeping, activations) = self.arena.split_at_mut(base);
+            if output.end > activations.len() {
+                return Err(SHAPE);
+            }
+            let (low, rest) = activations.split_at_mut(output.start);
+            let (y, high) = rest.split_at_mut(output.len());
+            let (low, high): (&[u8], &[u8]) = (low, high);
+            let mut inputs: [&[u8]; MAX_OPERANDS] = [&[]; MAX_OPERANDS];
+            for i in 0..p.inputs.len() {
+                inputs[i] = match constants[i] {
+                    Some(data) => data,
+                    None => {
+                        let r = ranges[i].clone();
+                        if r.end <= output.start {
+                            low.get(r).ok_or(SHAPE)?
+                        } else if r.start >= output.end {
+                            high.get(r.start - output.end..r.end - output.end)
+                                .ok_or(SHAPE)?
+                        } else {
+                            return Err(Error::Internal("input and output overlap"));
+                        }
+                    }
+                };
+            }
+            let channels = bookkeeping.get(channel_range.clone()).ok_or(SHAPE)?;
+            end = Self::kernel(&p, &inputs[..p.inputs.len()], y, o, channels, from, limit)?;
+        }
+        Ok(end)
+    }
+
+    /// Runs the kernel of `p` for its output `o` (`y`); as [`run`](Self::run).
+    fn kernel(
+        p: &Prepared<'_>,
+        inputs: &[&[u8]],
+        y: &mut [u8],
+        o: usize,
+        channels: &[u8],
+        from: usize,
+        limit: Option<usize>,
+    ) -> Result<Option<usize>, Error> {
+        let x = inputs.first().copied().unwrap_or(&[]);
         let result = match p.kind {
             Kind::Conv {
                 depthwise,
@@ -813,6 +874,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 x,
                 y,
             ),
+            Kind::Op(ref op) => op.run(inputs, o, y),
         };
         result.map(|()| None)
     }

@@ -81,8 +81,8 @@ impl ElementType {
 /// A tensor shape: at most [`MAX_RANK`] dimensions, each at least 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
-    dims: [usize; MAX_RANK],
-    rank: usize,
+    pub(crate) dims: [usize; MAX_RANK],
+    pub(crate) rank: usize,
 }
 
 impl Shape {
@@ -96,7 +96,7 @@ impl Shape {
         self.dims().iter().product()
     }
 
-    fn dim(&self, index: usize) -> usize {
+    pub(crate) fn dim(&self, index: usize) -> usize {
         self.dims[index]
     }
 }
@@ -113,19 +113,19 @@ pub struct Quantization {
 /// The quantisation vectors as stored.
 #[derive(Clone, Copy)]
 pub(crate) struct QuantVectors<'a> {
-    scales: Vector<'a>,
-    zero_points: Vector<'a>,
-    dimension: i32,
+    pub(crate) scales: Vector<'a>,
+    pub(crate) zero_points: Vector<'a>,
+    pub(crate) dimension: i32,
 }
 
 /// A tensor of the model, as validated.
 #[derive(Clone, Copy)]
 pub struct Tensor<'a> {
-    shape: Shape,
-    element_type: ElementType,
-    data: Option<&'a [u8]>,
-    quantization: Option<QuantVectors<'a>>,
-    bytes: usize,
+    pub(crate) shape: Shape,
+    pub(crate) element_type: ElementType,
+    pub(crate) data: Option<&'a [u8]>,
+    pub(crate) quantization: Option<QuantVectors<'a>>,
+    pub(crate) bytes: usize,
 }
 
 impl<'a> Tensor<'a> {
@@ -200,14 +200,69 @@ pub(crate) struct Geometry {
     pub depth_multiplier: usize,
 }
 
+/// Most tensors one operator reads, or writes, through [`Prepared`].
+pub const MAX_OPERANDS: usize = 16;
+
+/// Tensor indices an operator reads or writes, in its own order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Operands {
+    tensors: [u16; MAX_OPERANDS],
+    len: usize,
+}
+
+impl Operands {
+    pub(crate) fn one(tensor: usize) -> Self {
+        let mut o = Self::default();
+        o.tensors[0] = tensor as u16;
+        o.len = 1;
+        o
+    }
+
+    /// Appends `tensor` (an index below [`MAX_TENSORS`]).
+    pub(crate) fn push(&mut self, tensor: usize) -> Result<(), Error> {
+        let slot = self
+            .tensors
+            .get_mut(self.len)
+            .ok_or(Error::Unsupported("an operator with more than 16 operands"))?;
+        *slot = u16::try_from(tensor).map_err(|_| Error::TooLarge)?;
+        self.len += 1;
+        Ok(())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn get(&self, i: usize) -> Option<usize> {
+        self.tensors[..self.len].get(i).map(|&t| usize::from(t))
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.tensors[..self.len].iter().map(|&t| usize::from(t))
+    }
+
+    pub(crate) fn contains(&self, tensor: usize) -> bool {
+        self.iter().any(|t| t == tensor)
+    }
+}
+
 /// An operator with every tensor resolved and checked.
 #[derive(Clone, Copy)]
 pub(crate) struct Prepared<'a> {
-    /// Tensor index of the (only) activation input.
-    pub input: usize,
-    /// Tensor index of the output.
-    pub output: usize,
+    /// The tensors the kernel reads, in the order it takes them: activations
+    /// from the arena, constants from the model. (The weights of the
+    /// convolution and fully-connected kinds are in the kind itself.)
+    pub inputs: Operands,
+    /// The tensors it writes, one kernel call each.
+    pub outputs: Operands,
     pub kind: Kind<'a>,
+}
+
+impl Prepared<'_> {
+    /// The first output (every operator has one).
+    pub(crate) fn output(&self) -> usize {
+        self.outputs.get(0).unwrap_or(usize::MAX)
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -251,6 +306,8 @@ pub(crate) enum Kind<'a> {
         input: Quantization,
         output: Quantization,
     },
+    /// An operator of `crate::ops`.
+    Op(crate::ops::Op),
 }
 
 impl Kind<'_> {
@@ -264,7 +321,7 @@ impl Kind<'_> {
     }
 
     /// Multiply-accumulates (or element visits) of one run.
-    fn work(&self) -> Option<u64> {
+    pub(crate) fn work(&self) -> Option<u64> {
         let product = |factors: &[usize]| {
             factors
                 .iter()
@@ -295,6 +352,7 @@ impl Kind<'_> {
             }
             Kind::Reshape { bytes } => Some(bytes as u64),
             Kind::Softmax { rows, depth, .. } => product(&[rows, depth]),
+            Kind::Op(ref op) => op.work(),
         }
     }
 }
@@ -311,14 +369,25 @@ pub struct Model<'a> {
     work: u64,
 }
 
-fn invalid_tensor(tensor: usize, reason: &'static str) -> Error {
+pub(crate) fn invalid_tensor(tensor: usize, reason: &'static str) -> Error {
     Error::InvalidTensor {
         tensor: tensor as u32,
         reason,
     }
 }
 
-fn invalid_operator(operator: usize, reason: &'static str) -> Error {
+/// `error` with the operator's name when it says something is unsupported.
+fn named(error: Error, code: i32) -> Error {
+    match error {
+        Error::Unsupported(what) => Error::UnsupportedFeature {
+            operator: crate::ops::name(code),
+            what,
+        },
+        e => e,
+    }
+}
+
+pub(crate) fn invalid_operator(operator: usize, reason: &'static str) -> Error {
     Error::InvalidOperator {
         operator: operator as u32,
         reason,
@@ -644,7 +713,7 @@ impl<'a> Model<'a> {
 
     /// The tensor index at position `position` of an operator's input or
     /// output list (`None` for the optional `-1`).
-    fn operand(
+    pub(crate) fn operand(
         &self,
         index: usize,
         list: Vector<'a>,
@@ -663,7 +732,28 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// The output tensor of operator `index` (every supported operator has one).
+    /// The output tensors of operator `index`, as listed.
+    pub(crate) fn operator_outputs(&self, index: usize) -> Result<Operands, Error> {
+        let op = self.operators.table(index)?;
+        let list = op
+            .vector(schema::operator::OUTPUTS, 4)?
+            .unwrap_or(Vector::EMPTY);
+        if list.len() == 0 {
+            return Err(invalid_operator(index, "no output"));
+        }
+        let mut outputs = Operands::default();
+        for position in 0..list.len() {
+            let t = self
+                .operand(index, list, position)?
+                .ok_or(invalid_operator(index, "missing output"))?;
+            outputs
+                .push(t)
+                .map_err(|_| invalid_operator(index, "too many outputs"))?;
+        }
+        Ok(outputs)
+    }
+
+    /// The output tensor of an operator with exactly one.
     fn operator_output(&self, index: usize) -> Result<usize, Error> {
         let op = self.operators.table(index)?;
         let outputs = op
@@ -676,7 +766,7 @@ impl<'a> Model<'a> {
             .ok_or(invalid_operator(index, "missing output"))
     }
 
-    fn activation(index: usize, code: i8) -> Result<Activation, Error> {
+    pub(crate) fn activation(index: usize, code: i8) -> Result<Activation, Error> {
         Ok(match code {
             0 => Activation::None,
             1 => Activation::Relu,
@@ -687,7 +777,7 @@ impl<'a> Model<'a> {
         })
     }
 
-    fn padding(index: usize, code: i8) -> Result<Padding, Error> {
+    pub(crate) fn padding(index: usize, code: i8) -> Result<Padding, Error> {
         match code {
             0 => Ok(Padding::Same),
             1 => Ok(Padding::Valid),
@@ -695,7 +785,7 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn positive(index: usize, value: i32, reason: &'static str) -> Result<usize, Error> {
+    pub(crate) fn positive(index: usize, value: i32, reason: &'static str) -> Result<usize, Error> {
         usize::try_from(value)
             .ok()
             .filter(|&v| (1..=1 << 16).contains(&v))
@@ -703,7 +793,7 @@ impl<'a> Model<'a> {
     }
 
     /// An int8 activation tensor with one valid scale and zero point.
-    fn int8_activation(&self, index: usize, tensor: &Tensor<'a>) -> Result<Quantization, Error> {
+    pub(crate) fn int8_activation(&self, index: usize, tensor: &Tensor<'a>) -> Result<Quantization, Error> {
         if tensor.element_type != ElementType::Int8 {
             return Err(Error::Unsupported("operators on tensors other than int8"));
         }
@@ -722,7 +812,7 @@ impl<'a> Model<'a> {
     /// A constant int8 filter's scales: one, or one per channel along
     /// `channel_dimension`; zero points must be 0 unless per-tensor and
     /// `allow_zero_point`. Returns the scales and the per-tensor zero point.
-    fn filter_scales(
+    pub(crate) fn filter_scales(
         &self,
         index: usize,
         filter: &Tensor<'a>,
@@ -762,7 +852,7 @@ impl<'a> Model<'a> {
     }
 
     /// A constant int32 bias with `channels` elements, or none.
-    fn bias(
+    pub(crate) fn bias(
         &self,
         index: usize,
         tensor: Option<usize>,
@@ -792,15 +882,52 @@ impl<'a> Model<'a> {
         let op = self.operators.table(index)?;
         let code = self.opcode(index, &op)?;
         let inputs = op.vector(f::INPUTS, 4)?.unwrap_or(Vector::EMPTY);
-        if op.has(f::INTERMEDIATES)? {
-            return Err(Error::Unsupported("operators with intermediate tensors"));
+        let options_type = op.u8(f::BUILTIN_OPTIONS_TYPE, 0)?;
+        let options = op.table(f::BUILTIN_OPTIONS)?;
+        // The operator first: an operator this interpreter lacks is
+        // reported as such, whatever its operands.
+        if !crate::ops::implemented(code) {
+            return Err(Error::UnsupportedOperator {
+                code,
+                name: crate::ops::name(code),
+            });
         }
+        if op.has(f::INTERMEDIATES)? {
+            return Err(Error::UnsupportedFeature {
+                operator: crate::ops::name(code),
+                what: "intermediate tensors",
+            });
+        }
+        if !crate::ops::classic(code) {
+            let context = crate::ops::Context {
+                model: self,
+                index,
+                code,
+                inputs,
+                outputs: self.operator_outputs(index)?,
+                options_type,
+                options,
+            };
+            return crate::ops::prepare(&context).map_err(|e| named(e, code));
+        }
+        self.prepare_classic(index, code, inputs, options_type, options)
+            .map_err(|e| named(e, code))
+    }
+
+    /// [`prepare`](Self::prepare) of the operators this crate ran first
+    /// (one activation input, one output, weights in the kind).
+    fn prepare_classic(
+        &self,
+        index: usize,
+        code: i32,
+        inputs: Vector<'a>,
+        options_type: u8,
+        options: Option<Table<'a>>,
+    ) -> Result<Prepared<'a>, Error> {
         let output = self.operator_output(index)?;
         let input = self
             .operand(index, inputs, 0)?
             .ok_or(invalid_operator(index, "missing input"))?;
-        let options_type = op.u8(f::BUILTIN_OPTIONS_TYPE, 0)?;
-        let options = op.table(f::BUILTIN_OPTIONS)?;
         let expect_options = |tag: u8| -> Result<Option<Table<'a>>, Error> {
             match options {
                 Some(_) if options_type != tag => {
@@ -1071,11 +1198,16 @@ impl<'a> Model<'a> {
                     output,
                 }
             }
-            other => return Err(Error::UnsupportedOperator(other)),
+            other => {
+                return Err(Error::UnsupportedOperator {
+                    code: other,
+                    name: crate::ops::name(other),
+                })
+            }
         };
         Ok(Prepared {
-            input,
-            output,
+            inputs: Operands::one(input),
+            outputs: Operands::one(output),
             kind,
         })
     }
@@ -1109,26 +1241,36 @@ impl<'a> Model<'a> {
                 .work()
                 .and_then(|w| work.checked_add(w))
                 .ok_or(Error::TooLarge)?;
-            if is_graph_input(p.output)? {
-                return Err(invalid_operator(k, "writes a graph input"));
-            }
-            let mut input_ready = is_graph_input(p.input)?;
-            for j in 0..k {
-                let earlier = self.operator_output(j)?;
-                if earlier == p.output {
+            for (position, o) in p.outputs.iter().enumerate() {
+                if is_graph_input(o)? {
+                    return Err(invalid_operator(k, "writes a graph input"));
+                }
+                let mut twice = p.outputs.iter().take(position).any(|e| e == o);
+                for j in 0..k {
+                    twice |= self.operator_outputs(j)?.contains(o);
+                }
+                if twice {
                     return Err(invalid_operator(k, "output written twice"));
                 }
-                input_ready |= earlier == p.input;
             }
-            if !input_ready {
-                return Err(invalid_operator(k, "input not produced before it is read"));
+            for t in p.inputs.iter() {
+                if self.tensor(t)?.is_constant() {
+                    continue;
+                }
+                let mut ready = is_graph_input(t)?;
+                for j in 0..k {
+                    ready |= self.operator_outputs(j)?.contains(t);
+                }
+                if !ready {
+                    return Err(invalid_operator(k, "input not produced before it is read"));
+                }
             }
         }
         for i in 0..self.outputs.len() {
             let t = self.output_tensor(i)?;
             let mut produced = is_graph_input(t)?;
             for k in 0..self.operators.len() {
-                produced |= self.operator_output(k)? == t;
+                produced |= self.operator_outputs(k)?.contains(t);
             }
             if !produced {
                 return Err(Error::InvalidGraph("graph output never written"));

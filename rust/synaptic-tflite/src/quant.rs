@@ -138,6 +138,20 @@ pub(crate) fn multiply_by_quantized_multiplier(x: i32, multiplier: i32, shift: i
     )
 }
 
+/// `MultiplyByQuantizedMultiplier` in TFLite's single-rounding form
+/// (`TFLITE_SINGLE_ROUNDING`): `(x * multiplier + 2^(30 - shift)) >> (31 -
+/// shift)`, one rounding, halves up. LiteRT's reference FULLY_CONNECTED
+/// rounds this way while its convolutions round twice
+/// ([`multiply_by_quantized_multiplier`]); the two differ on about one
+/// output in a thousand. `shift` in `-31..=30`.
+#[inline]
+pub(crate) fn multiply_by_quantized_multiplier_once(x: i32, multiplier: i32, shift: i32) -> i32 {
+    let total = (31 - shift).clamp(1, 62) as u32;
+    let round = 1i64 << (total - 1);
+    // |x * multiplier| < 2^62, so the sum fits.
+    ((i64::from(x) * i64::from(multiplier) + round) >> total) as i32
+}
+
 /// `CalculateActivationRangeQuantized` for int8: the clamp of a fused
 /// activation, in the output's quantised units.
 pub(crate) fn activation_range(
@@ -294,6 +308,30 @@ mod tests {
         assert_eq!(split(f32::from_bits(1)), Some((1, -149)));
         assert_eq!(split(0.0), None);
         assert_eq!(split(f32::INFINITY), None);
+    }
+
+    #[test]
+    fn single_rounding_differs_from_double_only_on_near_ties() {
+        // 3 * 2^30 * 2^-31 * 2^-1 = 0.75 -> 1 both ways; -0.75 -> -1 both.
+        assert_eq!(multiply_by_quantized_multiplier_once(3, 1 << 30, -1), 1);
+        assert_eq!(multiply_by_quantized_multiplier_once(-3, 1 << 30, -1), -1);
+        // Exact halves round up (toward +inf), not away from zero.
+        assert_eq!(multiply_by_quantized_multiplier_once(1, 1 << 30, 0), 1);
+        assert_eq!(multiply_by_quantized_multiplier_once(-1, 1 << 30, 0), 0);
+        // Over many accumulators both stay within one of each other and
+        // the single rounding within half of the exact product; they differ
+        // where the high-mul's rounding lands on a half.
+        let m = (1 << 30) + 1;
+        let mut found = false;
+        for x in 1..200_000i32 {
+            let once = multiply_by_quantized_multiplier_once(x, m, -15);
+            let twice = multiply_by_quantized_multiplier(x, m, -15);
+            let exact = f64::from(x) * f64::from(m) / 2f64.powi(46);
+            assert!((f64::from(once) - exact).abs() <= 0.5, "{x}");
+            assert!((once - twice).abs() <= 1);
+            found |= once != twice;
+        }
+        assert!(found, "the two roundings never differed");
     }
 
     #[test]

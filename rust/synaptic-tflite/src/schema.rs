@@ -62,14 +62,38 @@ pub(crate) mod operator {
 
 /// `BuiltinOperator` values.
 pub(crate) mod builtin {
+    pub const ADD: i32 = 0;
     pub const AVERAGE_POOL_2D: i32 = 1;
+    pub const CONCATENATION: i32 = 2;
     pub const CONV_2D: i32 = 3;
     pub const DEPTHWISE_CONV_2D: i32 = 4;
+    pub const DEQUANTIZE: i32 = 6;
     pub const FULLY_CONNECTED: i32 = 9;
+    pub const LOGISTIC: i32 = 14;
     pub const MAX_POOL_2D: i32 = 17;
+    pub const MUL: i32 = 18;
+    pub const RELU: i32 = 19;
+    pub const RELU_N1_TO_1: i32 = 20;
+    pub const RELU6: i32 = 21;
     pub const RESHAPE: i32 = 22;
     pub const SOFTMAX: i32 = 25;
+    pub const TANH: i32 = 28;
     pub const CUSTOM: i32 = 32;
+    pub const PAD: i32 = 34;
+    pub const TRANSPOSE: i32 = 39;
+    pub const MEAN: i32 = 40;
+    pub const SUB: i32 = 41;
+    pub const SQUEEZE: i32 = 43;
+    pub const STRIDED_SLICE: i32 = 45;
+    pub const SPLIT: i32 = 49;
+    pub const PRELU: i32 = 54;
+    pub const MAXIMUM: i32 = 55;
+    pub const MINIMUM: i32 = 57;
+    pub const PADV2: i32 = 60;
+    pub const EXPAND_DIMS: i32 = 70;
+    pub const LEAKY_RELU: i32 = 98;
+    pub const QUANTIZE: i32 = 114;
+    pub const HARD_SWISH: i32 = 117;
 }
 
 /// `BuiltinOptions` union tags.
@@ -79,7 +103,24 @@ pub(crate) mod options {
     pub const POOL_2D: u8 = 5;
     pub const FULLY_CONNECTED: u8 = 8;
     pub const SOFTMAX: u8 = 9;
+    pub const CONCATENATION: u8 = 10;
+    pub const ADD: u8 = 11;
     pub const RESHAPE: u8 = 17;
+    pub const MUL: u8 = 21;
+    pub const PAD: u8 = 22;
+    pub const TRANSPOSE: u8 = 26;
+    pub const REDUCER: u8 = 27;
+    pub const SUB: u8 = 28;
+    pub const SQUEEZE: u8 = 30;
+    pub const STRIDED_SLICE: u8 = 32;
+    pub const SPLIT: u8 = 35;
+    pub const DEQUANTIZE: u8 = 38;
+    pub const MAXIMUM_MINIMUM: u8 = 39;
+    pub const PADV2: u8 = 43;
+    pub const EXPAND_DIMS: u8 = 52;
+    pub const LEAKY_RELU: u8 = 75;
+    pub const QUANTIZE: u8 = 89;
+    pub const HARD_SWISH: u8 = 91;
 
     pub mod conv {
         pub const PADDING: usize = 0;
@@ -112,6 +153,35 @@ pub(crate) mod options {
     }
     pub mod softmax {
         pub const BETA: usize = 0;
+    }
+    /// `AddOptions`, `SubOptions`, `MulOptions`.
+    pub mod arithmetic {
+        pub const FUSED_ACTIVATION: usize = 0;
+        pub const POT_SCALE_INT16: usize = 1;
+    }
+    pub mod concatenation {
+        pub const AXIS: usize = 0;
+        pub const FUSED_ACTIVATION: usize = 1;
+    }
+    pub mod squeeze {
+        pub const SQUEEZE_DIMS: usize = 0;
+    }
+    pub mod reducer {
+        pub const KEEP_DIMS: usize = 0;
+    }
+    pub mod split {
+        pub const NUM_SPLITS: usize = 0;
+    }
+    pub mod strided_slice {
+        pub const BEGIN_MASK: usize = 0;
+        pub const END_MASK: usize = 1;
+        pub const ELLIPSIS_MASK: usize = 2;
+        pub const NEW_AXIS_MASK: usize = 3;
+        pub const SHRINK_AXIS_MASK: usize = 4;
+        pub const OFFSET: usize = 5;
+    }
+    pub mod leaky_relu {
+        pub const ALPHA: usize = 0;
     }
 }
 

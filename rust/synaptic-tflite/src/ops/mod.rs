@@ -1,0 +1,532 @@
+//! The operators past the first seven: one module per family, each with
+//! its `prepare` (checks and constants from the model, once per call of
+//! `Model::prepare`) and its kernel, and here the table that says which
+//! builtin codes run and what each is called.
+//!
+//! An operator outside [`SUPPORTED`] is refused as
+//! [`Error::UnsupportedOperator`] with its code and schema name; a supported
+//! one used in a way its kernel does not do (an element type, a broadcast,
+//! an attribute) as [`Error::UnsupportedFeature`] with the operator's name
+//! and what is missing.
+
+use crate::flat::{Table, Vector};
+use crate::model::{
+    invalid_operator, ElementType, Kind, Model, Operands, Prepared, Quantization, Tensor,
+};
+use crate::schema::builtin;
+use crate::Error;
+
+pub(crate) mod activation;
+pub(crate) mod elementwise;
+pub(crate) mod layout;
+pub(crate) mod reduce;
+pub(crate) mod slice;
+pub(crate) mod transpose;
+pub(crate) mod unary;
+
+/// `BuiltinOperator` names of TFLite's schema, by code.
+const NAMES: [&str; 210] = [
+    "ADD",
+    "AVERAGE_POOL_2D",
+    "CONCATENATION",
+    "CONV_2D",
+    "DEPTHWISE_CONV_2D",
+    "DEPTH_TO_SPACE",
+    "DEQUANTIZE",
+    "EMBEDDING_LOOKUP",
+    "FLOOR",
+    "FULLY_CONNECTED",
+    "HASHTABLE_LOOKUP",
+    "L2_NORMALIZATION",
+    "L2_POOL_2D",
+    "LOCAL_RESPONSE_NORMALIZATION",
+    "LOGISTIC",
+    "LSH_PROJECTION",
+    "LSTM",
+    "MAX_POOL_2D",
+    "MUL",
+    "RELU",
+    "RELU_N1_TO_1",
+    "RELU6",
+    "RESHAPE",
+    "RESIZE_BILINEAR",
+    "RNN",
+    "SOFTMAX",
+    "SPACE_TO_DEPTH",
+    "SVDF",
+    "TANH",
+    "CONCAT_EMBEDDINGS",
+    "SKIP_GRAM",
+    "CALL",
+    "CUSTOM",
+    "EMBEDDING_LOOKUP_SPARSE",
+    "PAD",
+    "UNIDIRECTIONAL_SEQUENCE_RNN",
+    "GATHER",
+    "BATCH_TO_SPACE_ND",
+    "SPACE_TO_BATCH_ND",
+    "TRANSPOSE",
+    "MEAN",
+    "SUB",
+    "DIV",
+    "SQUEEZE",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    "STRIDED_SLICE",
+    "BIDIRECTIONAL_SEQUENCE_RNN",
+    "EXP",
+    "TOPK_V2",
+    "SPLIT",
+    "LOG_SOFTMAX",
+    "DELEGATE",
+    "BIDIRECTIONAL_SEQUENCE_LSTM",
+    "CAST",
+    "PRELU",
+    "MAXIMUM",
+    "ARG_MAX",
+    "MINIMUM",
+    "LESS",
+    "NEG",
+    "PADV2",
+    "GREATER",
+    "GREATER_EQUAL",
+    "LESS_EQUAL",
+    "SELECT",
+    "SLICE",
+    "SIN",
+    "TRANSPOSE_CONV",
+    "SPARSE_TO_DENSE",
+    "TILE",
+    "EXPAND_DIMS",
+    "EQUAL",
+    "NOT_EQUAL",
+    "LOG",
+    "SUM",
+    "SQRT",
+    "RSQRT",
+    "SHAPE",
+    "POW",
+    "ARG_MIN",
+    "FAKE_QUANT",
+    "REDUCE_PROD",
+    "REDUCE_MAX",
+    "PACK",
+    "LOGICAL_OR",
+    "ONE_HOT",
+    "LOGICAL_AND",
+    "LOGICAL_NOT",
+    "UNPACK",
+    "REDUCE_MIN",
+    "FLOOR_DIV",
+    "REDUCE_ANY",
+    "SQUARE",
+    "ZEROS_LIKE",
+    "FILL",
+    "FLOOR_MOD",
+    "RANGE",
+    "RESIZE_NEAREST_NEIGHBOR",
+    "LEAKY_RELU",
+    "SQUARED_DIFFERENCE",
+    "MIRROR_PAD",
+    "ABS",
+    "SPLIT_V",
+    "UNIQUE",
+    "CEIL",
+    "REVERSE_V2",
+    "ADD_N",
+    "GATHER_ND",
+    "COS",
+    "WHERE",
+    "RANK",
+    "ELU",
+    "REVERSE_SEQUENCE",
+    "MATRIX_DIAG",
+    "QUANTIZE",
+    "MATRIX_SET_DIAG",
+    "ROUND",
+    "HARD_SWISH",
+    "IF",
+    "WHILE",
+    "NON_MAX_SUPPRESSION_V4",
+    "NON_MAX_SUPPRESSION_V5",
+    "SCATTER_ND",
+    "SELECT_V2",
+    "DENSIFY",
+    "SEGMENT_SUM",
+    "BATCH_MATMUL",
+    "PLACEHOLDER_FOR_GREATER_OP_CODES",
+    "CUMSUM",
+    "CALL_ONCE",
+    "BROADCAST_TO",
+    "RFFT2D",
+    "CONV_3D",
+    "IMAG",
+    "REAL",
+    "COMPLEX_ABS",
+    "HASHTABLE",
+    "HASHTABLE_FIND",
+    "HASHTABLE_IMPORT",
+    "HASHTABLE_SIZE",
+    "REDUCE_ALL",
+    "CONV_3D_TRANSPOSE",
+    "VAR_HANDLE",
+    "READ_VARIABLE",
+    "ASSIGN_VARIABLE",
+    "BROADCAST_ARGS",
+    "RANDOM_STANDARD_NORMAL",
+    "BUCKETIZE",
+    "RANDOM_UNIFORM",
+    "MULTINOMIAL",
+    "GELU",
+    "DYNAMIC_UPDATE_SLICE",
+    "RELU_0_TO_1",
+    "UNSORTED_SEGMENT_PROD",
+    "UNSORTED_SEGMENT_MAX",
+    "UNSORTED_SEGMENT_SUM",
+    "ATAN2",
+    "UNSORTED_SEGMENT_MIN",
+    "SIGN",
+    "BITCAST",
+    "BITWISE_XOR",
+    "RIGHT_SHIFT",
+    "STABLEHLO_LOGISTIC",
+    "STABLEHLO_ADD",
+    "STABLEHLO_DIVIDE",
+    "STABLEHLO_MULTIPLY",
+    "STABLEHLO_MAXIMUM",
+    "STABLEHLO_RESHAPE",
+    "STABLEHLO_CLAMP",
+    "STABLEHLO_CONCATENATE",
+    "STABLEHLO_BROADCAST_IN_DIM",
+    "STABLEHLO_CONVOLUTION",
+    "STABLEHLO_SLICE",
+    "STABLEHLO_CUSTOM_CALL",
+    "STABLEHLO_REDUCE",
+    "STABLEHLO_ABS",
+    "STABLEHLO_AND",
+    "STABLEHLO_COSINE",
+    "STABLEHLO_EXPONENTIAL",
+    "STABLEHLO_FLOOR",
+    "STABLEHLO_LOG",
+    "STABLEHLO_MINIMUM",
+    "STABLEHLO_NEGATE",
+    "STABLEHLO_OR",
+    "STABLEHLO_POWER",
+    "STABLEHLO_REMAINDER",
+    "STABLEHLO_RSQRT",
+    "STABLEHLO_SELECT",
+    "STABLEHLO_SUBTRACT",
+    "STABLEHLO_TANH",
+    "STABLEHLO_SCATTER",
+    "STABLEHLO_COMPARE",
+    "STABLEHLO_CONVERT",
+    "STABLEHLO_DYNAMIC_SLICE",
+    "STABLEHLO_DYNAMIC_UPDATE_SLICE",
+    "STABLEHLO_PAD",
+    "STABLEHLO_IOTA",
+    "STABLEHLO_DOT_GENERAL",
+    "STABLEHLO_REDUCE_WINDOW",
+    "STABLEHLO_SORT",
+    "STABLEHLO_WHILE",
+    "STABLEHLO_GATHER",
+    "STABLEHLO_TRANSPOSE",
+    "DILATE",
+    "STABLEHLO_RNG_BIT_GENERATOR",
+    "REDUCE_WINDOW",
+    "STABLEHLO_COMPOSITE",
+    "STABLEHLO_SHIFT_LEFT",
+    "STABLEHLO_CBRT",
+    "STABLEHLO_CASE",
+];
+
+/// The schema's name of builtin operator `code` (`"UNKNOWN"` past the
+/// schema's last code).
+pub fn name(code: i32) -> &'static str {
+    usize::try_from(code)
+        .ok()
+        .and_then(|c| NAMES.get(c))
+        .copied()
+        .unwrap_or("UNKNOWN")
+}
+
+/// The builtin operator codes the interpreter runs (which element types
+/// and attributes each takes: the crate documentation).
+pub const SUPPORTED: &[i32] = &[
+    builtin::ADD,
+    builtin::AVERAGE_POOL_2D,
+    builtin::CONCATENATION,
+    builtin::CONV_2D,
+    builtin::DEPTHWISE_CONV_2D,
+    builtin::DEQUANTIZE,
+    builtin::FULLY_CONNECTED,
+    builtin::MAX_POOL_2D,
+    builtin::MUL,
+    builtin::RELU,
+    builtin::RELU_N1_TO_1,
+    builtin::RELU6,
+    builtin::RESHAPE,
+    builtin::SOFTMAX,
+    builtin::PAD,
+    builtin::SUB,
+    builtin::SQUEEZE,
+    builtin::MAXIMUM,
+    builtin::MINIMUM,
+    builtin::PADV2,
+    builtin::EXPAND_DIMS,
+    builtin::QUANTIZE,
+    builtin::LOGISTIC,
+    builtin::TANH,
+    builtin::HARD_SWISH,
+    builtin::LEAKY_RELU,
+    builtin::PRELU,
+    builtin::MEAN,
+    builtin::TRANSPOSE,
+    builtin::STRIDED_SLICE,
+    builtin::SPLIT,
+];
+
+/// Whether the interpreter runs builtin operator `code`.
+pub(crate) fn implemented(code: i32) -> bool {
+    SUPPORTED.contains(&code)
+}
+
+/// The operators `Model::prepare_classic` prepares.
+pub(crate) fn classic(code: i32) -> bool {
+    matches!(
+        code,
+        builtin::CONV_2D
+            | builtin::DEPTHWISE_CONV_2D
+            | builtin::FULLY_CONNECTED
+            | builtin::AVERAGE_POOL_2D
+            | builtin::MAX_POOL_2D
+            | builtin::RESHAPE
+            | builtin::SOFTMAX
+    )
+}
+
+/// One operator of the model as its `prepare` sees it.
+pub(crate) struct Context<'m, 'a> {
+    pub model: &'m Model<'a>,
+    pub index: usize,
+    pub code: i32,
+    pub inputs: Vector<'a>,
+    pub outputs: Operands,
+    pub options_type: u8,
+    pub options: Option<Table<'a>>,
+}
+
+impl<'a> Context<'_, 'a> {
+    /// The operator is inconsistent.
+    pub fn invalid(&self, reason: &'static str) -> Error {
+        invalid_operator(self.index, reason)
+    }
+
+    /// The operator is used in a way its kernel does not do.
+    pub fn unsupported(&self, what: &'static str) -> Error {
+        Error::UnsupportedFeature {
+            operator: name(self.code),
+            what,
+        }
+    }
+
+    /// Entries of the operator's input list.
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Requires between `min` and `max` inputs and exactly `outputs` outputs.
+    pub fn arity(&self, min: usize, max: usize, outputs: usize) -> Result<(), Error> {
+        if !(min..=max).contains(&self.inputs.len()) {
+            return Err(self.invalid("wrong number of inputs"));
+        }
+        if self.outputs.len() != outputs {
+            return Err(self.invalid("wrong number of outputs"));
+        }
+        Ok(())
+    }
+
+    /// Input `i` (required): its tensor index and tensor.
+    pub fn input(&self, i: usize) -> Result<(usize, Tensor<'a>), Error> {
+        let t = self
+            .model
+            .operand(self.index, self.inputs, i)?
+            .ok_or(self.invalid("missing input"))?;
+        Ok((t, self.model.tensor(t)?))
+    }
+
+    /// Output `i`: its tensor index and tensor.
+    pub fn output(&self, i: usize) -> Result<(usize, Tensor<'a>), Error> {
+        let t = self.outputs.get(i).ok_or(self.invalid("missing output"))?;
+        Ok((t, self.model.tensor(t)?))
+    }
+
+    /// The builtin options, if present, checked to be of union type `tag`.
+    pub fn options(&self, tag: u8) -> Result<Option<Table<'a>>, Error> {
+        match self.options {
+            Some(_) if self.options_type != tag => Err(self.invalid("options of another operator")),
+            o => Ok(o),
+        }
+    }
+
+    /// The per-tensor quantisation of an activation of type `ty`: int8 with
+    /// a zero point in its range, or int16 with zero point 0 (TFLite's 16x8
+    /// scheme).
+    pub fn quantization(&self, t: &Tensor<'a>, ty: ElementType) -> Result<Quantization, Error> {
+        if t.element_type != ty {
+            return Err(self.invalid("tensors of different element types"));
+        }
+        let q = t
+            .quantization()
+            .ok_or(self.invalid("activation without one scale"))?;
+        let zero_point_ok = match ty {
+            ElementType::Int8 => (-128..=127).contains(&q.zero_point),
+            ElementType::Int16 => q.zero_point == 0,
+            _ => false,
+        };
+        if !(q.scale.is_finite() && q.scale > 0.0 && zero_point_ok) {
+            return Err(self.invalid("activation scale or zero point out of range"));
+        }
+        Ok(q)
+    }
+
+    /// The values of a constant int32 or int64 vector input (axes, paddings,
+    /// permutations), each checked to fit an `i32`, into `out`; returns how
+    /// many.
+    pub fn constant_ints(&self, t: &Tensor<'a>, out: &mut [i32]) -> Result<usize, Error> {
+        let data = t.data.ok_or(self.unsupported("a computed shape or axis operand"))?;
+        let width = match t.element_type {
+            ElementType::Int32 => 4,
+            ElementType::Int64 => 8,
+            _ => return Err(self.invalid("shape or axis operand not int32 or int64")),
+        };
+        let n = data.len() / width;
+        if n > out.len() {
+            return Err(self.unsupported("more axes than the largest rank"));
+        }
+        for (o, b) in out.iter_mut().zip(data.chunks_exact(width)) {
+            let v = if width == 4 {
+                i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            } else {
+                i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+            };
+            *o = i32::try_from(v).map_err(|_| self.invalid("shape or axis value out of range"))?;
+        }
+        Ok(n)
+    }
+
+    /// A prepared operator reading `inputs` and writing every output.
+    pub fn prepared(&self, inputs: Operands, op: Op) -> Prepared<'a> {
+        Prepared {
+            inputs,
+            outputs: self.outputs,
+            kind: Kind::Op(op),
+        }
+    }
+}
+
+/// A prepared operator of this module's families.
+#[derive(Clone, Copy)]
+pub(crate) enum Op {
+    /// ADD, SUB, MUL, MAXIMUM, MINIMUM.
+    Binary(elementwise::Binary),
+    /// One value in, one out: RELU and its clamps, QUANTIZE, DEQUANTIZE.
+    Unary(unary::Unary),
+    /// CONCATENATION.
+    Concat(layout::Concat),
+    /// PAD, PADV2.
+    Pad(layout::Pad),
+    /// LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, PRELU.
+    Activation(activation::Activation),
+    /// MEAN.
+    Mean(reduce::Mean),
+    /// TRANSPOSE.
+    Transpose(transpose::Transpose),
+    /// STRIDED_SLICE, SPLIT.
+    Slice(slice::Slice),
+}
+
+impl Op {
+    /// Elements visited by one run.
+    pub(crate) fn work(&self) -> Option<u64> {
+        match self {
+            Op::Binary(b) => b.work(),
+            Op::Unary(u) => Some(u.elements as u64),
+            Op::Concat(c) => Some(c.bytes as u64),
+            Op::Pad(p) => p.work(),
+            Op::Activation(a) => a.work(),
+            Op::Mean(m) => m.work(),
+            Op::Transpose(t) => t.work(),
+            Op::Slice(s) => s.work(),
+        }
+    }
+
+    /// Computes output `o` into `y` from `inputs` (as listed in `prepare`).
+    pub(crate) fn run(&self, inputs: &[&[u8]], o: usize, y: &mut [u8]) -> Result<(), Error> {
+        match self {
+            Op::Binary(b) => b.run(inputs, y),
+            Op::Unary(u) => u.run(inputs, y),
+            Op::Concat(c) => c.run(inputs, y),
+            Op::Pad(p) => p.run(inputs, y),
+            Op::Activation(a) => a.run(inputs, o, y),
+            Op::Mean(m) => m.run(inputs, o, y),
+            Op::Transpose(t) => t.run(inputs, o, y),
+            Op::Slice(s) => s.run(inputs, o, y),
+        }
+    }
+}
+
+/// Prepares an operator of this module (codes [`implemented`] and not
+/// [`classic`]).
+pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
+    match c.code {
+        builtin::ADD | builtin::SUB | builtin::MUL | builtin::MAXIMUM | builtin::MINIMUM => {
+            elementwise::prepare(c)
+        }
+        builtin::RELU
+        | builtin::RELU6
+        | builtin::RELU_N1_TO_1
+        | builtin::QUANTIZE
+        | builtin::DEQUANTIZE => unary::prepare(c),
+        builtin::CONCATENATION => layout::prepare_concat(c),
+        builtin::PAD | builtin::PADV2 => layout::prepare_pad(c),
+        builtin::SQUEEZE | builtin::EXPAND_DIMS => layout::prepare_reshape(c),
+        builtin::LOGISTIC
+        | builtin::TANH
+        | builtin::HARD_SWISH
+        | builtin::LEAKY_RELU
+        | builtin::PRELU => activation::prepare(c),
+        builtin::MEAN => reduce::prepare(c),
+        builtin::TRANSPOSE => transpose::prepare(c),
+        builtin::STRIDED_SLICE | builtin::SPLIT => slice::prepare(c),
+        code => Err(Error::UnsupportedOperator {
+            code,
+            name: name(code),
+        }),
+    }
+}
+
+/// Tensor sizes of the kernels' element loops: `[usize; MAX_RANK]` with
+/// the dimensions right-aligned (leading 1s), as TFLite's broadcasting
+/// kernels extend shapes.
+pub(crate) fn extended(dims: &[usize]) -> Option<[usize; crate::MAX_RANK]> {
+    let mut out = [1usize; crate::MAX_RANK];
+    let skip = crate::MAX_RANK.checked_sub(dims.len())?;
+    out[skip..].copy_from_slice(dims);
+    Some(out)
+}
+
+const SHAPE: Error = Error::Internal("kernel buffer shorter than its shape");
+
+/// int8 element `i` of `bytes`.
+#[inline]
+pub(crate) fn int8(bytes: &[u8], i: usize) -> Result<i32, Error> {
+    bytes.get(i).map(|&b| i32::from(b as i8)).ok_or(SHAPE)
+}
+
+/// The operands list of `tensors`.
+pub(crate) fn operands(tensors: &[usize]) -> Result<Operands, Error> {
+    let mut o = Operands::default();
+    for &t in tensors {
+        o.push(t)?;
+    }
+    Ok(o)
+}
