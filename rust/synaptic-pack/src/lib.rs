@@ -1,5 +1,10 @@
 //! `synaptic-pack`: the host side of the model store.
 //!
+//! * [`check`] lists every operator of a `.tflite` with its element types
+//!   and whether the CPU interpreter runs it, and the operator and type
+//!   combinations the network needs that the interpreter lacks: a network
+//!   is found unsupported before it is flashed, with everything it lacks at
+//!   once.
 //! * [`pack`] wraps a `.tflite` in the store's container
 //!   ([`synaptic_store::container`]): name, version, payload length and
 //!   CRC32, and the input and output shapes and types read from the
@@ -13,8 +18,10 @@
 
 use std::fmt::Write as _;
 
+use std::collections::BTreeMap;
 use synaptic_store::{Header, TensorShape, HEADER_LEN};
-use synaptic_tflite::{ElementType, Model, Tensor};
+
+use synaptic_tflite::{ElementType, Model, OperatorSurvey, Tensor};
 
 /// Why packing or laying out failed.
 #[derive(Debug, PartialEq, Eq)]
@@ -86,6 +93,106 @@ fn shape(t: &Tensor<'_>) -> Result<TensorShape, PackError> {
         rank: dims.len() as u8,
         dims: out,
     })
+}
+
+/// What [`check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// The report: one line per operator, then the combinations needed and
+    /// those lacking.
+    pub text: String,
+    /// Operator and type combinations the network needs (`ADD(int8, int8
+    /// -> int8)`), each with why the interpreter cannot run it, if it cannot.
+    pub needs: BTreeMap<String, Option<String>>,
+    /// Whether the interpreter runs the whole network.
+    pub runs: bool,
+}
+
+fn type_name(t: ElementType) -> &'static str {
+    match t {
+        ElementType::Float32 => "float32",
+        ElementType::Int32 => "int32",
+        ElementType::UInt8 => "uint8",
+        ElementType::Int64 => "int64",
+        ElementType::Bool => "bool",
+        ElementType::Int16 => "int16",
+        ElementType::Int8 => "int8",
+        _ => "other",
+    }
+}
+
+/// `NAME(input types -> output types)` of a surveyed operator.
+fn signature(op: &OperatorSurvey) -> String {
+    let list = |types: &[Option<ElementType>]| {
+        types
+            .iter()
+            .map(|t| t.map_or("-", type_name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let trim = |types: &[Option<ElementType>; 4]| {
+        let n = types.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        types[..n].to_vec()
+    };
+    format!(
+        "{}({} -> {})",
+        op.name,
+        list(&trim(&op.inputs)),
+        list(&trim(&op.outputs))
+    )
+}
+
+/// Every operator of `model` (a `.tflite`) with its types and whether the
+/// CPU interpreter (`synaptic-tflite`, as the firmware links it) runs it.
+///
+/// # Errors
+///
+/// [`PackError::Model`] when the file is not a readable model at all (a
+/// broken flatbuffer, another format): then there are no operators to list.
+pub fn check(model: &[u8]) -> Result<Check, PackError> {
+    let mut text = String::new();
+    let mut needs: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let _ = writeln!(
+        text,
+        "{:>4}  {:<44} verdict",
+        "#", "operator(inputs -> outputs)"
+    );
+    let result = Model::survey(model, |op| {
+        let sig = signature(&op);
+        let verdict = op.verdict.err().map(|e| e.to_string());
+        let _ = writeln!(
+            text,
+            "{:>4}  {:<44} {}",
+            op.index,
+            sig,
+            verdict.as_deref().unwrap_or("runs")
+        );
+        let entry = needs.entry(sig).or_insert(None);
+        if entry.is_none() {
+            *entry = verdict;
+        }
+    });
+    let lacking: Vec<_> = needs.iter().filter(|(_, v)| v.is_some()).collect();
+    let _ = writeln!(
+        text,
+        "needs {} operator and type combinations; the interpreter lacks {}",
+        needs.len(),
+        lacking.len()
+    );
+    for (sig, why) in &lacking {
+        let _ = writeln!(text, "  lacks {sig}: {}", why.as_deref().unwrap_or(""));
+    }
+    let runs = match result {
+        Ok(()) => true,
+        Err(e) if needs.is_empty() => return Err(PackError::Model(e.to_string())),
+        Err(e) => {
+            if lacking.is_empty() {
+                let _ = writeln!(text, "the graph is refused: {e}");
+            }
+            false
+        }
+    };
+    Ok(Check { text, needs, runs })
 }
 
 /// The container of `model` (a `.tflite`) named `name`, version `version`.

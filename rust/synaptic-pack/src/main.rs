@@ -1,3 +1,4 @@
+//! `synaptic-pack check MODEL.tflite`
 //! `synaptic-pack pack MODEL.tflite --name NAME --version N --out FILE`
 //! `synaptic-pack layout --dts zephyr.dts --partition LABEL --models N --slot BYTES [FILE...]`
 //!
@@ -8,6 +9,7 @@ use std::process::ExitCode;
 use lexopt::prelude::*;
 
 const USAGE: &str = "usage:
+  synaptic-pack check MODEL.tflite
   synaptic-pack pack MODEL.tflite --name NAME [--version N] --out FILE
   synaptic-pack layout --dts zephyr.dts --partition LABEL --models N --slot BYTES [CONTAINER|MODEL...]";
 
@@ -33,10 +35,27 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         Some(other) => return Err(other.unexpected().into()),
     };
     match command.as_str() {
+        "check" => check(parser),
         "pack" => pack(parser),
         "layout" => layout(parser),
         other => Err(format!("unknown command {other:?}").into()),
     }
+}
+
+/// Lists every operator and what the interpreter lacks; false (exit 1)
+/// when it lacks anything.
+fn check(mut parser: lexopt::Parser) -> Result<bool, Box<dyn std::error::Error>> {
+    let mut model = None;
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Value(v) if model.is_none() => model = Some(v.string()?),
+            other => return Err(other.unexpected().into()),
+        }
+    }
+    let model = model.ok_or("check needs MODEL")?;
+    let report = synaptic_pack::check(&std::fs::read(&model)?)?;
+    print!("{model}:\n{}", report.text);
+    Ok(report.runs)
 }
 
 fn pack(mut parser: lexopt::Parser) -> Result<bool, Box<dyn std::error::Error>> {
@@ -54,6 +73,16 @@ fn pack(mut parser: lexopt::Parser) -> Result<bool, Box<dyn std::error::Error>> 
         return Err("pack needs MODEL, --name and --out".into());
     };
     let bytes = std::fs::read(&model)?;
+    // A network the interpreter cannot run is refused with everything it
+    // lacks, not only the first operator.
+    let report = synaptic_pack::check(&bytes)?;
+    if !report.runs {
+        eprint!(
+            "synaptic-pack: {model} is not a network the interpreter runs:\n{}",
+            report.text
+        );
+        return Ok(false);
+    }
     let container = synaptic_pack::pack(&bytes, &name, version)?;
     std::fs::write(&out, &container)?;
     println!(

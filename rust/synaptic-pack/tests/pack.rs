@@ -1,6 +1,6 @@
 //! Packing the shipped models and laying out a partition.
 
-use synaptic_pack::{pack, report, PackError, Partition};
+use synaptic_pack::{check, pack, report, PackError, Partition};
 use synaptic_store::{crc32, Header, HEADER_LEN};
 
 fn model(name: &str) -> Vec<u8> {
@@ -102,4 +102,112 @@ fn a_partition_is_found_and_laid_out() {
         "{text}"
     );
     assert_eq!(report(&p, 3, 100_000, &[]), Err(PackError::Layout));
+}
+
+/// `bytes` with its first operator code made `code` (both the deprecated
+/// byte and the 32-bit field, where present): a well-formed model with an
+/// operator the interpreter lacks.
+fn with_first_operator(mut bytes: Vec<u8>, code: u8) -> Vec<u8> {
+    let u32_at = |b: &[u8], p: usize| u32::from_le_bytes(b[p..p + 4].try_into().unwrap()) as usize;
+    let field = |b: &[u8], table: usize, slot: usize| {
+        let vtable = (table as i64
+            - i64::from(i32::from_le_bytes(b[table..table + 4].try_into().unwrap())))
+            as usize;
+        let vtable_len = u16::from_le_bytes(b[vtable..vtable + 2].try_into().unwrap()) as usize;
+        let at = vtable + 4 + 2 * slot;
+        if at + 2 > vtable + vtable_len {
+            return None;
+        }
+        let offset = u16::from_le_bytes(b[at..at + 2].try_into().unwrap()) as usize;
+        (offset != 0).then_some(table + offset)
+    };
+    let root = u32_at(&bytes, 0);
+    let codes = field(&bytes, root, 1).expect("operator_codes");
+    let vector = codes + u32_at(&bytes, codes);
+    let first = vector + 4;
+    let table = first + u32_at(&bytes, first);
+    if let Some(p) = field(&bytes, table, 0) {
+        bytes[p] = code;
+    }
+    if let Some(p) = field(&bytes, table, 3) {
+        bytes[p..p + 4].copy_from_slice(&u32::from(code).to_le_bytes());
+    }
+    bytes
+}
+
+#[test]
+fn check_lists_every_operator_and_what_the_interpreter_lacks() {
+    let speech = model("micro_speech.tflite");
+    let report = check(&speech).unwrap();
+    assert!(report.runs, "{}", report.text);
+    assert!(report.needs.values().all(Option::is_none));
+    assert!(report
+        .needs
+        .contains_key("FULLY_CONNECTED(int8, int8, int32 -> int8)"));
+    assert_eq!(
+        report.text.lines().filter(|l| l.ends_with("runs")).count(),
+        4
+    );
+
+    // The same network with an operator the interpreter lacks (EXP, 47):
+    // reported by name and code, the rest still listed.
+    let patched = with_first_operator(speech, 47);
+    let report = check(&patched).unwrap();
+    assert!(!report.runs);
+    let lacking: Vec<_> = report
+        .needs
+        .iter()
+        .filter(|(_, why)| why.is_some())
+        .collect();
+    assert_eq!(lacking.len(), 1, "{}", report.text);
+    let (sig, why) = lacking[0];
+    assert!(sig.starts_with("EXP("), "{sig}");
+    assert_eq!(
+        why.as_deref(),
+        Some("unsupported operator EXP (builtin code 47)")
+    );
+    assert!(
+        report.text.contains("the interpreter lacks 1"),
+        "{}",
+        report.text
+    );
+    assert!(matches!(pack(&patched, "m", 1), Err(PackError::Model(_))));
+    // Not a model at all: an error, not a report.
+    assert!(check(b"not a flatbuffer").is_err());
+}
+
+#[test]
+fn the_check_command_exits_non_zero_on_a_network_it_cannot_run() {
+    let dir = std::env::temp_dir().join(format!("synaptic-pack-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("exp.tflite");
+    std::fs::write(&bad, with_first_operator(model("micro_speech.tflite"), 47)).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_synaptic-pack"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let good = format!(
+        "{}/../../models/micro_speech.tflite",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = run(&["check".as_ref(), good.as_ref()]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("lacks 0"));
+    let out = run(&["check".as_ref(), bad.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("unsupported operator EXP"));
+    let container = dir.join("exp.bin");
+    let out = run(&[
+        "pack".as_ref(),
+        bad.as_os_str(),
+        "--name".as_ref(),
+        "m".as_ref(),
+        "--out".as_ref(),
+        container.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!container.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

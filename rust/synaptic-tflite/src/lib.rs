@@ -95,7 +95,7 @@ mod quant;
 mod schema;
 
 pub use model::{
-    ElementType, Model, Quantization, Shape, Tensor, MAX_OPERANDS, MAX_OPERATORS, MAX_RANK,
+    ElementType, Model, OperatorSurvey, Quantization, Shape, Tensor, MAX_OPERANDS, MAX_OPERATORS, MAX_RANK,
     MAX_TENSORS, MAX_TENSOR_BYTES,
 };
 pub use ops::{name as operator_name, SUPPORTED as SUPPORTED_OPERATORS};

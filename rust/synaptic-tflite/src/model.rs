@@ -357,6 +357,25 @@ impl Kind<'_> {
     }
 }
 
+/// One operator as [`Model::survey`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OperatorSurvey {
+    /// Its index in the graph.
+    pub index: usize,
+    /// Its `BuiltinOperator` code (`CUSTOM`, 32, for a custom operator).
+    pub code: i32,
+    /// Its name in TFLite's schema.
+    pub name: &'static str,
+    /// The element types of its first four inputs (`None`: absent).
+    pub inputs: [Option<ElementType>; 4],
+    /// The element types of its first four outputs.
+    pub outputs: [Option<ElementType>; 4],
+    /// `Ok` when the interpreter runs it, else why not
+    /// ([`Error::UnsupportedOperator`], [`Error::UnsupportedFeature`], or
+    /// what is inconsistent).
+    pub verdict: Result<(), Error>,
+}
+
 /// A validated `.tflite` model, borrowing its bytes.
 #[derive(Clone, Copy)]
 pub struct Model<'a> {
@@ -453,6 +472,72 @@ impl<'a> Model<'a> {
     /// assert_eq!(Model::parse(b"\x08\0\0\0TFL2\0\0\0\0").err(), Some(Error::NotTflite));
     /// ```
     pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
+        let mut model = Self::read(bytes)?;
+        model.check_graph()?;
+        Ok(model)
+    }
+
+    /// Every operator of a model with what it needs and whether this
+    /// interpreter runs it, without stopping at the first it refuses (as
+    /// [`parse`](Self::parse) does): for a tool that tells a user, before
+    /// flashing, everything a network lacks. `each` gets one
+    /// [`OperatorSurvey`] per operator, in order; the result is then that
+    /// of [`parse`](Self::parse), so `Ok` means the model runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`parse`](Self::parse); a structural fault ends the survey before
+    /// any operator is reported.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/micro_speech.tflite")).unwrap();
+    /// let mut names = Vec::new();
+    /// synaptic_tflite::Model::survey(&bytes, |op| names.push(op.name))?;
+    /// assert_eq!(names, ["RESHAPE", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "SOFTMAX"]);
+    /// # Ok::<(), synaptic_tflite::Error>(())
+    /// ```
+    pub fn survey(bytes: &'a [u8], mut each: impl FnMut(OperatorSurvey)) -> Result<(), Error> {
+        let mut model = Self::read(bytes)?;
+        for k in 0..model.operator_count() {
+            each(model.operator_survey(k)?);
+        }
+        model.check_graph()
+    }
+
+    fn operator_survey(&self, index: usize) -> Result<OperatorSurvey, Error> {
+        use schema::operator as f;
+        let op = self.operators.table(index)?;
+        let code = match self.opcode(index, &op) {
+            Ok(code) => code,
+            Err(Error::Unsupported(_)) => schema::builtin::CUSTOM,
+            Err(e) => return Err(e),
+        };
+        let mut survey = OperatorSurvey {
+            index,
+            code,
+            name: crate::ops::name(code),
+            inputs: [None; 4],
+            outputs: [None; 4],
+            verdict: self.prepare(index).map(|_| ()),
+        };
+        for (slot, list) in [
+            (&mut survey.inputs, op.vector(f::INPUTS, 4)?),
+            (&mut survey.outputs, op.vector(f::OUTPUTS, 4)?),
+        ] {
+            let list = list.unwrap_or(Vector::EMPTY);
+            for (i, s) in slot.iter_mut().enumerate() {
+                if let Some(t) = self.operand(index, list, i)? {
+                    *s = Some(self.tensor(t)?.element_type);
+                }
+            }
+        }
+        Ok(survey)
+    }
+
+    /// The structure and every tensor, not the operators.
+    fn read(bytes: &'a [u8]) -> Result<Self, Error> {
         if bytes.len() < 8 {
             return Err(Error::Malformed);
         }
@@ -492,7 +577,7 @@ impl<'a> Model<'a> {
         if tensors.len() > MAX_TENSORS || operators.len() > MAX_OPERATORS {
             return Err(Error::TooLarge);
         }
-        let mut model = Self {
+        let model = Self {
             opcodes,
             buffers,
             tensors,
@@ -504,7 +589,6 @@ impl<'a> Model<'a> {
         for t in 0..tensors.len() {
             model.tensor(t)?;
         }
-        model.check_graph()?;
         Ok(model)
     }
 
