@@ -1,7 +1,8 @@
 //! The TFLite interpreter's model parser, planner and (bounded) invoke under
 //! hostile model bytes.
 //!
-//! The first byte picks the model: 0 takes the rest as the whole file;
+//! The first byte picks the model: 0 takes the rest as the whole file (the
+//! corpus has one such seed per operator family of `models/ops`, `op-*`);
 //! 1 and 2 patch the shipped micro-speech or person-detection model with
 //! the rest, read as 4-byte patches (`u16` position scaled over the file,
 //! one mode byte, one value byte: set a byte, xor a byte, or write one of a
@@ -65,34 +66,38 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert!(interpreter.arena_required() <= ARENA);
-    let (Ok(input), Ok(output)) = (model.input(0), model.output(0)) else {
-        return;
-    };
-    let input_len = interpreter.input_mut(0).map(|s| s.len());
-    assert_eq!(input_len.ok(), Some(input.byte_len()));
+    for i in 0..model.input_count() {
+        let input_len = interpreter.input_mut(i).map(|s| s.len());
+        assert_eq!(input_len.ok(), model.input(i).ok().map(|t| t.byte_len()));
+    }
     if model.work() > MAX_WORK {
         return;
     }
-    // The input's bytes may be reused once it is consumed, so it is written
-    // before each run.
+    // An input's bytes may be reused once it is consumed, so every input is
+    // written before each run.
     let fill = |interpreter: &mut Interpreter| {
-        for (i, b) in interpreter.input_mut(0).unwrap().iter_mut().enumerate() {
-            *b = (i as u8).wrapping_mul(37);
+        for i in 0..model.input_count() {
+            for (j, b) in interpreter.input_mut(i).unwrap().iter_mut().enumerate() {
+                *b = (j as u8).wrapping_mul(37).wrapping_add(i as u8);
+            }
         }
     };
     fill(&mut interpreter);
     if interpreter.invoke().is_err() {
         return;
     }
-    let first = interpreter.output(0).unwrap().to_vec();
-    assert_eq!(first.len(), output.byte_len());
+    let outputs = |interpreter: &Interpreter| -> Vec<Vec<u8>> {
+        (0..model.output_count())
+            .map(|o| interpreter.output(o).unwrap().to_vec())
+            .collect()
+    };
+    let first = outputs(&interpreter);
+    for (o, bytes) in first.iter().enumerate() {
+        assert_eq!(Some(bytes.len()), model.output(o).ok().map(|t| t.byte_len()));
+    }
     fill(&mut interpreter);
     interpreter
         .invoke()
         .expect("a second run of the same model succeeds");
-    assert_eq!(
-        interpreter.output(0).unwrap(),
-        &first[..],
-        "runs are deterministic"
-    );
+    assert_eq!(outputs(&interpreter), first, "runs are deterministic");
 });

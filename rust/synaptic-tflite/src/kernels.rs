@@ -14,7 +14,7 @@ use core::ops::Range;
 
 use crate::model::Geometry;
 use crate::quant::{
-    clamp, expf, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_once,
+    clamp, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_once,
 };
 use crate::Error;
 
@@ -465,45 +465,6 @@ pub(crate) fn pool(
                     out += 1;
                 }
             }
-        }
-    }
-    Ok(())
-}
-
-/// TFLite's int8 softmax (`optimized_ops::Softmax` with the float table of
-/// `PopulateSoftmaxLookupTable`, which is what LiteRT runs for int8 with the
-/// reference resolver too): `exp(-input_scale * beta * (max - x))` per
-/// element, normalised in float, rounded, offset by the output zero point.
-/// The table entries are computed on the fly (the same values, no 1 KB table).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn softmax(
-    rows: usize,
-    depth: usize,
-    input_scale: f32,
-    beta: f32,
-    output_scale: f32,
-    output_zero_point: i32,
-    input: &[u8],
-    output: &mut [u8],
-) -> Result<(), Error> {
-    let scale = -input_scale * beta;
-    let entry = |max: i32, x: i32| expf(scale * (max - x) as f32);
-    for r in 0..rows {
-        let row = input.get(r * depth..(r + 1) * depth).ok_or(SHAPE)?;
-        let out = output.get_mut(r * depth..(r + 1) * depth).ok_or(SHAPE)?;
-        let max = row
-            .iter()
-            .map(|&b| i32::from(b as i8))
-            .fold(i32::from(i8::MIN), i32::max);
-        let mut sum = 0.0_f32;
-        for &b in row {
-            sum += entry(max, i32::from(b as i8));
-        }
-        let inverse = 1.0 / (sum * output_scale);
-        for (o, &b) in out.iter_mut().zip(row) {
-            let p = entry(max, i32::from(b as i8)) * inverse;
-            let q = (libm::roundf(p) as i32).saturating_add(output_zero_point);
-            *o = clamp(q, i32::from(i8::MIN), i32::from(i8::MAX)) as i8 as u8;
         }
     }
     Ok(())

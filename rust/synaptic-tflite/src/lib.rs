@@ -30,12 +30,23 @@
 //!
 //! # What runs
 //!
-//! Int8 CONV_2D and DEPTHWISE_CONV_2D (per-channel or per-tensor filters,
-//! SAME/VALID padding, strides, dilations, fused NONE/RELU/RELU6/RELU_N1_TO_1),
-//! FULLY_CONNECTED (per-tensor or per-channel), AVERAGE_POOL_2D, MAX_POOL_2D,
-//! RESHAPE and SOFTMAX. Anything else is refused at [`Model::parse`] with
-//! [`Error::UnsupportedOperator`] or [`Error::Unsupported`]. One subgraph;
-//! schema version 3 (`TFL3`).
+//! [`supported_operators`] lists the builtin operators of this build (the
+//! seven first ones always, the others by Cargo feature, all by default); [`operator_name`]
+//! names any code. Int8 CONV_2D and DEPTHWISE_CONV_2D (per-channel or
+//! per-tensor filters, SAME/VALID padding, strides, dilations, fused
+//! NONE/RELU/RELU6/RELU_N1_TO_1), FULLY_CONNECTED (per-tensor or
+//! per-channel), AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, SQUEEZE, EXPAND_DIMS
+//! and SOFTMAX; ADD, SUB, MUL, MAXIMUM and MINIMUM with broadcasting over up
+//! to six dimensions and a constant or computed operand on either side;
+//! CONCATENATION, PAD and PADV2; RELU, RELU6 and RELU_N1_TO_1; QUANTIZE
+//! (float32 to int8, int8 to int8) and DEQUANTIZE (int8 to float32) at a
+//! graph's float edges (the modules of `ops` say which reference function
+//! each repeats). An operator outside the list is refused at
+//! [`Model::parse`] as [`Error::UnsupportedOperator`] with its code and name,
+//! a supported one used in a way its kernel does not do as
+//! [`Error::UnsupportedFeature`] naming the operator and what is missing;
+//! [`Model::survey`] lists every operator of a model with its verdict. One
+//! subgraph; schema version 3 (`TFL3`).
 //!
 //! # Bit-exactness
 //!
@@ -45,12 +56,18 @@
 //! convolutions; the float product for per-tensor fully-connected layers, as
 //! `GetQuantizedConvolutionMultipler` does), evaluated exactly in integer
 //! arithmetic (the double division's rounding included, so no software
-//! double division is linked), `MultiplyByQuantizedMultiplier`
-//! with gemmlowp's rounding, the same accumulation order, the same padding and
-//! rounding of averages, and for SOFTMAX the float computation LiteRT
-//! performs for int8 (its table of `expf`, normalised in float, rounded). The
-//! host test `tests/golden.rs` compares every output byte with LiteRT's
-//! reference resolver on the shipped models and inputs.
+//! double division is linked), `MultiplyByQuantizedMultiplier` with
+//! gemmlowp's double rounding for convolutions and element-wise operators and
+//! TFLite's single rounding for FULLY_CONNECTED (as LiteRT 2.3.0's reference
+//! kernel rounds), the same accumulation order, the same padding and
+//! rounding of averages, and for SOFTMAX the fixed-point computation of
+//! `reference_ops::Softmax` (gemmlowp's exponential and reciprocal), which
+//! is what LiteRT's reference resolver runs for int8.
+//! Two host tests compare every output byte with LiteRT's reference
+//! resolver: `tests/golden.rs` on the shipped networks, and `tests/ops.rs`
+//! on the single-operator models of `models/ops` (random shapes, strides,
+//! paddings, dilations, activations and quantisation, made with
+//! TensorFlow's converter) over 128 random inputs each.
 //!
 //! # Memory
 //!
@@ -85,6 +102,17 @@
 //! the interpreter uses are read.
 #![no_std]
 #![forbid(unsafe_code)]
+// A build without every operator family leaves some shared helpers unused.
+#![cfg_attr(
+    not(all(
+        feature = "ops-arithmetic",
+        feature = "ops-activation",
+        feature = "ops-quantize",
+        feature = "ops-layout",
+        feature = "ops-reduce"
+    )),
+    allow(dead_code)
+)]
 #![warn(missing_docs)]
 
 mod flat;
@@ -95,10 +123,10 @@ mod quant;
 mod schema;
 
 pub use model::{
-    ElementType, Model, OperatorSurvey, Quantization, Shape, Tensor, MAX_OPERANDS, MAX_OPERATORS, MAX_RANK,
-    MAX_TENSORS, MAX_TENSOR_BYTES,
+    ElementType, Model, OperatorSurvey, Quantization, Shape, Tensor, MAX_OPERANDS, MAX_OPERATORS,
+    MAX_RANK, MAX_TENSORS, MAX_TENSOR_BYTES,
 };
-pub use ops::{name as operator_name, SUPPORTED as SUPPORTED_OPERATORS};
+pub use ops::{name as operator_name, supported as supported_operators};
 pub use schema::{FILE_IDENTIFIER, SCHEMA_VERSION};
 
 use model::{Kind, Prepared};
@@ -116,18 +144,18 @@ pub enum Error {
     SchemaVersion(u32),
     /// A required table or vector is absent.
     MissingField(&'static str),
-    /// A builtin operator this interpreter does not implement.
+    /// A builtin operator this interpreter does not implement (its name:
+    /// [`Error::operator_name`] and the `Display` text; only code that
+    /// names it links the table of names).
     UnsupportedOperator {
         /// Its `BuiltinOperator` code.
         code: i32,
-        /// Its name in TFLite's schema (`"UNKNOWN"` for a code past it).
-        name: &'static str,
     },
     /// An operator this interpreter implements, used in a way it does not
     /// (an element type, a broadcast, an attribute).
     UnsupportedFeature {
-        /// The operator's name in TFLite's schema.
-        operator: &'static str,
+        /// The operator's `BuiltinOperator` code.
+        operator: i32,
         /// What the interpreter lacks.
         what: &'static str,
     },
@@ -167,6 +195,27 @@ pub enum Error {
     Internal(&'static str),
 }
 
+impl Error {
+    /// The schema name of the operator an [`Error::UnsupportedOperator`] or
+    /// [`Error::UnsupportedFeature`] is about.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use synaptic_tflite::Error;
+    /// let e = Error::UnsupportedOperator { code: 47 };
+    /// assert_eq!(e.operator_name(), Some("EXP"));
+    /// assert_eq!(e.to_string(), "unsupported operator EXP (builtin code 47)");
+    /// ```
+    pub fn operator_name(&self) -> Option<&'static str> {
+        match *self {
+            Error::UnsupportedOperator { code } => Some(operator_name(code)),
+            Error::UnsupportedFeature { operator, .. } => Some(operator_name(operator)),
+            _ => None,
+        }
+    }
+}
+
 impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -174,11 +223,12 @@ impl core::fmt::Display for Error {
             Error::NotTflite => f.write_str("not a TFLite model (identifier is not TFL3)"),
             Error::SchemaVersion(v) => write!(f, "schema version {v}, expected 3"),
             Error::MissingField(name) => write!(f, "missing {name}"),
-            Error::UnsupportedOperator { code, name } => {
+            Error::UnsupportedOperator { code } => {
+                let name = operator_name(*code);
                 write!(f, "unsupported operator {name} (builtin code {code})")
             }
             Error::UnsupportedFeature { operator, what } => {
-                write!(f, "{operator}: unsupported: {what}")
+                write!(f, "{}: unsupported: {what}", operator_name(*operator))
             }
             Error::Unsupported(what) => write!(f, "unsupported: {what}"),
             Error::InvalidTensor { tensor, reason } => write!(f, "tensor {tensor}: {reason}"),
@@ -864,7 +914,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 beta,
                 input,
                 output,
-            } => kernels::softmax(
+            } => crate::ops::softmax::softmax(
                 rows,
                 depth,
                 input.scale,

@@ -399,7 +399,7 @@ pub(crate) fn invalid_tensor(tensor: usize, reason: &'static str) -> Error {
 fn named(error: Error, code: i32) -> Error {
     match error {
         Error::Unsupported(what) => Error::UnsupportedFeature {
-            operator: crate::ops::name(code),
+            operator: code,
             what,
         },
         e => e,
@@ -473,8 +473,25 @@ impl<'a> Model<'a> {
     /// ```
     pub fn parse(bytes: &'a [u8]) -> Result<Self, Error> {
         let mut model = Self::read(bytes)?;
-        model.check_graph()?;
+        model.validate()?;
         Ok(model)
+    }
+
+    /// Everything [`parse`](Self::parse) checks past the structure: first
+    /// that every operator is one this interpreter implements (so that a
+    /// network is refused for its operator, not for a tensor only that
+    /// operator would use), then every tensor, then the graph.
+    fn validate(&mut self) -> Result<(), Error> {
+        for k in 0..self.operator_count() {
+            let code = self.opcode(k, &self.operators.table(k)?)?;
+            if !crate::ops::implemented(code) {
+                return Err(Error::UnsupportedOperator { code });
+            }
+        }
+        for t in 0..self.tensors.len() {
+            self.tensor(t)?;
+        }
+        self.check_graph()
     }
 
     /// Every operator of a model with what it needs and whether this
@@ -503,7 +520,7 @@ impl<'a> Model<'a> {
         for k in 0..model.operator_count() {
             each(model.operator_survey(k)?);
         }
-        model.check_graph()
+        model.validate()
     }
 
     fn operator_survey(&self, index: usize) -> Result<OperatorSurvey, Error> {
@@ -529,14 +546,16 @@ impl<'a> Model<'a> {
             let list = list.unwrap_or(Vector::EMPTY);
             for (i, s) in slot.iter_mut().enumerate() {
                 if let Some(t) = self.operand(index, list, i)? {
-                    *s = Some(self.tensor(t)?.element_type);
+                    // A tensor the interpreter refuses is named by the
+                    // verdict; its type is then not shown.
+                    *s = self.tensor(t).ok().map(|t| t.element_type);
                 }
             }
         }
         Ok(survey)
     }
 
-    /// The structure and every tensor, not the operators.
+    /// The structure: the tables and vectors every later read starts from.
     fn read(bytes: &'a [u8]) -> Result<Self, Error> {
         if bytes.len() < 8 {
             return Err(Error::Malformed);
@@ -586,9 +605,6 @@ impl<'a> Model<'a> {
             outputs,
             work: 0,
         };
-        for t in 0..tensors.len() {
-            model.tensor(t)?;
-        }
         Ok(model)
     }
 
@@ -877,7 +893,11 @@ impl<'a> Model<'a> {
     }
 
     /// An int8 activation tensor with one valid scale and zero point.
-    pub(crate) fn int8_activation(&self, index: usize, tensor: &Tensor<'a>) -> Result<Quantization, Error> {
+    pub(crate) fn int8_activation(
+        &self,
+        index: usize,
+        tensor: &Tensor<'a>,
+    ) -> Result<Quantization, Error> {
         if tensor.element_type != ElementType::Int8 {
             return Err(Error::Unsupported("operators on tensors other than int8"));
         }
@@ -971,14 +991,11 @@ impl<'a> Model<'a> {
         // The operator first: an operator this interpreter lacks is
         // reported as such, whatever its operands.
         if !crate::ops::implemented(code) {
-            return Err(Error::UnsupportedOperator {
-                code,
-                name: crate::ops::name(code),
-            });
+            return Err(Error::UnsupportedOperator { code });
         }
         if op.has(f::INTERMEDIATES)? {
             return Err(Error::UnsupportedFeature {
-                operator: crate::ops::name(code),
+                operator: code,
                 what: "intermediate tensors",
             });
         }
@@ -1282,12 +1299,7 @@ impl<'a> Model<'a> {
                     output,
                 }
             }
-            other => {
-                return Err(Error::UnsupportedOperator {
-                    code: other,
-                    name: crate::ops::name(other),
-                })
-            }
+            other => return Err(Error::UnsupportedOperator { code: other }),
         };
         Ok(Prepared {
             inputs: Operands::one(input),

@@ -103,6 +103,18 @@ pub(crate) fn quantize_ratio(num: u64, exp: i32, den: u64) -> (i32, i32) {
     (fixed as i32, shift)
 }
 
+/// `QuantizeMultiplier(f64(a) / f64(b))` of two positive finite floats.
+pub(crate) fn ratio(a: f32, b: f32) -> Option<(i32, i32)> {
+    let ((ma, ea), (mb, eb)) = (split(a)?, split(b)?);
+    Some(quantize_ratio(ma, ea - eb, mb))
+}
+
+/// `QuantizeMultiplier(f64(a) * f64(b) / f64(c))`.
+pub(crate) fn product_ratio(a: f32, b: f32, c: f32) -> Option<(i32, i32)> {
+    let ((ma, ea), (mb, eb), (mc, ec)) = (split(a)?, split(b)?, split(c)?);
+    Some(quantize_ratio(ma * mb, ea + eb - ec, mc))
+}
+
 /// gemmlowp's `SaturatingRoundingDoublingHighMul`: the high 32 bits of
 /// `2ab`, rounded to nearest (ties away from zero), saturating the one
 /// overflowing case.

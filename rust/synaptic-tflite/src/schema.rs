@@ -157,14 +157,10 @@ pub(crate) mod options {
     /// `AddOptions`, `SubOptions`, `MulOptions`.
     pub mod arithmetic {
         pub const FUSED_ACTIVATION: usize = 0;
-        pub const POT_SCALE_INT16: usize = 1;
     }
     pub mod concatenation {
         pub const AXIS: usize = 0;
         pub const FUSED_ACTIVATION: usize = 1;
-    }
-    pub mod squeeze {
-        pub const SQUEEZE_DIMS: usize = 0;
     }
     pub mod reducer {
         pub const KEEP_DIMS: usize = 0;

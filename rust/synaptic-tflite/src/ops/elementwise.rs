@@ -12,10 +12,10 @@
 //! compare the stored values (TFLite requires nothing of their
 //! quantisation and rescales nothing).
 
-use super::{extended, int8, operands, Context, Op};
+use super::{advance, extended, int8, operands, Context, Op};
 use crate::model::{ElementType, Model, Prepared};
 use crate::quant::{
-    activation_range, clamp, multiply_by_quantized_multiplier, quantize_ratio, split,
+    activation_range, clamp, multiply_by_quantized_multiplier, product_ratio, ratio,
 };
 use crate::schema::{builtin, options};
 use crate::{Error, MAX_RANK};
@@ -50,18 +50,6 @@ pub(crate) struct Binary {
 
 /// `ADD`/`SUB`'s left shift of the offset inputs for int8.
 const LEFT_SHIFT: i32 = 20;
-
-/// `QuantizeMultiplier(f64(a) / f64(b))` of two positive finite floats.
-pub(crate) fn ratio(a: f32, b: f32) -> Option<(i32, i32)> {
-    let ((ma, ea), (mb, eb)) = (split(a)?, split(b)?);
-    Some(quantize_ratio(ma, ea - eb, mb))
-}
-
-/// `QuantizeMultiplier(f64(a) * f64(b) / f64(c))`.
-pub(crate) fn product_ratio(a: f32, b: f32, c: f32) -> Option<(i32, i32)> {
-    let ((ma, ea), (mb, eb), (mc, ec)) = (split(a)?, split(b)?, split(c)?);
-    Some(quantize_ratio(ma * mb, ea + eb - ec, mc))
-}
 
 pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
     c.arity(2, 2, 1)?;
@@ -178,8 +166,10 @@ impl Binary {
             Operation::Minimum => return x1.min(x2),
             Operation::Mul => multiply_by_quantized_multiplier(a.wrapping_mul(b), mo.0, mo.1),
             Operation::Add | Operation::Sub => {
-                let sa = multiply_by_quantized_multiplier(a.wrapping_shl(LEFT_SHIFT as u32), m1.0, m1.1);
-                let sb = multiply_by_quantized_multiplier(b.wrapping_shl(LEFT_SHIFT as u32), m2.0, m2.1);
+                let sa =
+                    multiply_by_quantized_multiplier(a.wrapping_shl(LEFT_SHIFT as u32), m1.0, m1.1);
+                let sb =
+                    multiply_by_quantized_multiplier(b.wrapping_shl(LEFT_SHIFT as u32), m2.0, m2.1);
                 let sum = if self.operation == Operation::Add {
                     sa.wrapping_add(sb)
                 } else {
@@ -199,22 +189,14 @@ impl Binary {
         let [x1, x2] = [0, 1].map(|i| inputs.get(i).copied().unwrap_or(&[]));
         let mut index = [0usize; MAX_RANK];
         for out in y.iter_mut() {
-            let (mut i1, mut i2) = (0, 0);
-            for d in 0..MAX_RANK {
-                i1 += index[d] * self.strides[0][d];
-                i2 += index[d] * self.strides[1][d];
-            }
+            let (i1, i2) = index
+                .iter()
+                .zip(&self.strides[0])
+                .zip(&self.strides[1])
+                .fold((0, 0), |(a, b), ((&i, &s1), &s2)| (a + i * s1, b + i * s2));
             *out = self.element(int8(x1, i1)?, int8(x2, i2)?) as i8 as u8;
-            // Next output index, last dimension fastest.
-            for d in (0..MAX_RANK).rev() {
-                index[d] += 1;
-                if index[d] < self.dims[d] {
-                    break;
-                }
-                index[d] = 0;
-            }
+            advance(&mut index, &self.dims);
         }
         Ok(())
     }
 }
-

@@ -6,7 +6,7 @@
 //! zero point, PADV2 with its constant value, and both require the input
 //! quantised as the output.
 
-use super::{extended, operands, Context, Op};
+use super::{advance, extended, operands, Context, Op};
 use crate::model::{ElementType, Kind, Operands, Prepared, MAX_OPERANDS};
 use crate::schema::{builtin, options};
 use crate::{Error, MAX_RANK};
@@ -66,16 +66,14 @@ pub(crate) fn prepare_concat<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Er
     let mut inputs = Operands::default();
     let mut chunk = [0usize; MAX_OPERANDS];
     let mut along = 0usize;
-    for i in 0..c.input_count() {
+    for (i, slot) in chunk.iter_mut().enumerate().take(c.input_count()) {
         let (t, input) = c.input(i)?;
         same_quantisation(c, &input, &out)?;
         let dims = input.shape.dims();
-        if dims.len() != rank
-            || (0..rank).any(|d| d != axis && dims[d] != out.shape.dims()[d])
-        {
+        if dims.len() != rank || (0..rank).any(|d| d != axis && dims[d] != out.shape.dims()[d]) {
             return Err(c.invalid("input shapes differ off the axis"));
         }
-        chunk[i] = dims[axis] * inner;
+        *slot = dims[axis] * inner;
         along += dims[axis];
         inputs.push(t)?;
     }
@@ -122,6 +120,7 @@ pub(crate) fn prepare_pad<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error
     } else {
         c.arity(2, 2, 1)?;
     }
+    c.options(if padv2 { options::PADV2 } else { options::PAD })?;
     let (t, input) = c.input(0)?;
     let (_, paddings) = c.input(1)?;
     let (_, out) = c.output(0)?;
@@ -153,7 +152,9 @@ pub(crate) fn prepare_pad<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error
             usize::try_from(b).map_err(|_| c.invalid("negative padding"))?,
             usize::try_from(a).map_err(|_| c.invalid("negative padding"))?,
         );
-        if input.shape.dims()[d].checked_add(b).and_then(|x| x.checked_add(a))
+        if input.shape.dims()[d]
+            .checked_add(b)
+            .and_then(|x| x.checked_add(a))
             != Some(out.shape.dims()[d])
         {
             return Err(c.invalid("output shape"));
@@ -183,23 +184,19 @@ impl Pad {
         for out in y.iter_mut() {
             let mut at = 0usize;
             let mut inside = true;
-            for d in 0..MAX_RANK {
-                let i = index[d].wrapping_sub(self.before[d]);
-                inside &= i < self.input[d];
-                at = at * self.input[d] + i;
+            for ((&o, &before), &size) in index.iter().zip(&self.before).zip(&self.input) {
+                // Outside the input, `i` wraps to a huge value: `inside`
+                // then ends false and `at` is never used.
+                let i = o.wrapping_sub(before);
+                inside &= i < size;
+                at = at.wrapping_mul(size).wrapping_add(i);
             }
             *out = if inside {
                 *x.get(at).ok_or(SHAPE)?
             } else {
                 self.value
             };
-            for d in (0..MAX_RANK).rev() {
-                index[d] += 1;
-                if index[d] < self.output[d] {
-                    break;
-                }
-                index[d] = 0;
-            }
+            advance(&mut index, &self.output);
         }
         Ok(())
     }
@@ -216,8 +213,18 @@ pub(crate) fn prepare_reshape<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, E
     })?;
     let (t, input) = c.input(0)?;
     let (_, out) = c.output(0)?;
-    if input.element_type() != out.element_type() || input.byte_len() != out.byte_len() {
+    if input.element_type() != out.element_type() {
         return Err(c.invalid("the output is not the input reshaped"));
+    }
+    if input.byte_len() != out.byte_len() {
+        // A converter leaves the output's shape out (rank 0) when the
+        // input's batch is dynamic: LiteRT computes it at run time; this
+        // interpreter plans every tensor from the file.
+        return Err(if out.shape.dims().is_empty() {
+            c.unsupported("an output shape left to be computed at run time")
+        } else {
+            c.invalid("the output is not the input reshaped")
+        });
     }
     Ok(Prepared {
         inputs: Operands::one(t),

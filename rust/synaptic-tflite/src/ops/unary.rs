@@ -19,11 +19,13 @@
 //!   zero_point))` with the product in double, which is exact, so the float
 //!   product rounds the same.
 
-use super::elementwise::ratio;
 use super::{int8, operands, Context, Op};
 use crate::model::{Activation, ElementType, Prepared};
-use crate::quant::{activation_range, clamp, multiply_by_quantized_multiplier, quantize_ratio, split};
-use crate::schema::builtin;
+use crate::quant::ratio;
+use crate::quant::{
+    activation_range, clamp, multiply_by_quantized_multiplier, quantize_ratio, split,
+};
+use crate::schema::{builtin, options};
 use crate::Error;
 
 /// What the operator does to each element.
@@ -57,6 +59,11 @@ pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
     if input.shape.elements() != output.shape.elements() {
         return Err(c.invalid("input and output sizes differ"));
     }
+    match c.code {
+        builtin::QUANTIZE => c.options(options::QUANTIZE)?,
+        builtin::DEQUANTIZE => c.options(options::DEQUANTIZE)?,
+        _ => None,
+    };
     let unsupported_scale = || c.unsupported("scales whose ratio TFLite's multipliers cannot hold");
     let map = match (c.code, input.element_type, output.element_type) {
         (builtin::QUANTIZE, ElementType::Float32, ElementType::Int8) => {
@@ -87,7 +94,11 @@ pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
                 max: 127,
             }
         }
-        (builtin::RELU | builtin::RELU6 | builtin::RELU_N1_TO_1, ElementType::Int8, ElementType::Int8) => {
+        (
+            builtin::RELU | builtin::RELU6 | builtin::RELU_N1_TO_1,
+            ElementType::Int8,
+            ElementType::Int8,
+        ) => {
             let (qi, qo) = (
                 c.quantization(&input, ElementType::Int8)?,
                 c.quantization(&output, ElementType::Int8)?,
@@ -113,7 +124,9 @@ pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
         (builtin::QUANTIZE, _, _) => {
             return Err(c.unsupported("types other than float32 or int8 to int8"))
         }
-        (builtin::DEQUANTIZE, _, _) => return Err(c.unsupported("types other than int8 to float32")),
+        (builtin::DEQUANTIZE, _, _) => {
+            return Err(c.unsupported("types other than int8 to float32"))
+        }
         _ => return Err(c.unsupported("element types other than int8")),
     };
     if let Map::Rescale { multiplier, .. } = map {
