@@ -1,7 +1,68 @@
 #!/usr/bin/env python3
 """Single-operator int8 TFLite models for property tests: models/ops/.
 
-TABLE
+Writes models/ops/<family>/<family>_<NN>.tflite, MODELS_PER_FAMILY models per
+family, each a small float graph (tf.function; tf_keras for the LSTM) with
+one operator of interest, converted by tf.lite.TFLiteConverter with full
+integer quantisation: optimizations=[Optimize.DEFAULT], a representative
+dataset, supported_ops=[TFLITE_BUILTINS_INT8] and int8 input and output
+(16x8 families: EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+and int16 input and output). After conversion the script reads the
+flatbuffer back and fails loudly unless the model has one subgraph whose
+operators are exactly the intended ones, with the intended input and output
+types, options (padding, strides, dilations, fused activation, depth
+multiplier, axis, ...) and weight quantisation (per-channel or per-tensor,
+bias type), and no degenerate activation scale. A model whose output is the
+same for 16 random inputs (e.g. a dilated kernel whose taps all fall into
+the padding) is drawn again from the next seed.
+
+Deterministic: every model draws its shapes, options, weights and
+calibration data from numpy's generator seeded with (SEED, CRC-32 of the
+family name, model index); TensorFlow's seed is set too. The converter's
+output is byte-identical across runs: two runs in separate processes gave
+the same 380 files, and `--check` converts everything again and compares
+with the files (exit 1 on a difference).
+
+Per model, the calibration range of each input is drawn anew (width 0.2 to
+10, symmetric, non-negative or offset), so input and output scales and zero
+points differ from model to model; weights are normal with a random overall
+magnitude and, per output channel, a further random factor (per-channel
+scales differ). Shapes are small (spatial at most 12, channels at most 16).
+
+Every model has exactly one operator (no family needed an extra one):
+
+| family | operator (code) | randomised |
+|---|---|---|
+| conv_2d | CONV_2D (3) | batch 1-2, HxW 1-12, Cin 1-16, Cout 2-16, kernel 1-5, strides 1-3, dilations 1-3, SAME/VALID, NONE/RELU/RELU6/RELU_N1_TO_1; per-channel weights |
+| depthwise_conv_2d | DEPTHWISE_CONV_2D (4) | as conv_2d; depth multiplier 1-3 (Cin x multiplier <= 16) |
+| fully_connected_per_tensor | FULLY_CONNECTED (9) | input [B, K] (B 1-4, K 1-32), [B, n, K] or [B, n, m, K] (keep_num_dims), units 2-16, activation; per-tensor weights (_experimental_disable_per_channel_quantization_for_dense_layers) |
+| fully_connected_per_channel | FULLY_CONNECTED (9) | as above; per-channel weights (the converter's default) |
+| average_pool_2d, max_pool_2d | AVERAGE_POOL_2D (1), MAX_POOL_2D (17) | batch, HxW, C, filter 1-4 (not 1x1), strides 1-3, padding, fused activation |
+| reshape | RESHAPE (22) | input rank 1-4, output a random factorisation of rank 1-4 |
+| softmax | SOFTMAX (25) | rank 2-4, last axis 2-32 (beta is always 1: the converter fuses no scaling into it) |
+| add, sub, mul | ADD (0), SUB (41), MUL (18) | two inputs of equal shape (NN 00-02), broadcast shapes of rank 1-4 (03-06), one constant operand, either side for ADD/SUB, scalar or broadcast (07-09); fused activation |
+| maximum, minimum | MAXIMUM (55), MINIMUM (57) | as add (no fused activation; the converter gives both inputs the output's scale) |
+| concatenation | CONCATENATION (2) | 2-3 inputs, rank 1-4, axis (also negative); the converter gives all inputs the output's scale |
+| pad, padv2 | PAD (34), PADV2 (60) | rank 1-4, paddings 0-3 per side; PADV2's constant value nonzero |
+| mean | MEAN (40) | rank 2-4, random axes (not all), keep_dims both ways |
+| quantize | QUANTIZE (114) | NN 00-05: float32 input -> int8 (a fake-quant range near [-4, 4]); NN 06-09: int8 -> int8 requantisation (the legacy quantizer, experimental_new_quantizer=False) |
+| dequantize | DEQUANTIZE (6) | int8 input (a fake-quant range near [-4, 4]) -> float32 |
+| logistic, tanh, relu, relu6, leaky_relu, hard_swish | LOGISTIC (14), TANH (28), RELU (19), RELU6 (21), LEAKY_RELU (98), HARD_SWISH (117) | shape rank 1-4, input range (always both signs); leaky_relu's alpha 0.01-0.95 |
+| prelu | PRELU (54) | rank 2-4, alpha of one rank less with some dimensions 1 |
+| transpose | TRANSPOSE (39) | rank 2-5, a permutation that moves a non-unit dimension |
+| strided_slice | STRIDED_SLICE (45) | rank 1-4, begin/end (negative too, or masked), strides 1, 2, 3, -1, -2, shrink_axis |
+| squeeze | SQUEEZE (43) | unknown batch (shape 1, shape_signature -1) with all unit dimensions squeezed (even NN), or two unknown dimensions and explicit axes (odd NN); with known shapes the converter emits RESHAPE |
+| expand_dims | EXPAND_DIMS (70) | unknown batch (shape 1, signature -1), rank 1-3 more, axis (negative too); with known shapes the converter emits RESHAPE |
+| split, split_v | SPLIT (49), SPLIT_V (102) | rank 1-4, axis (negative too), 2-4 equal parts / 2-4 unequal sizes |
+| transpose_conv | TRANSPOSE_CONV (67) | batch, HxW, kernel 1-4, strides 1-3, padding, Cin/Cout, bias (NN 00-06) or none; no fused activation (the converter fuses none) |
+| unidirectional_sequence_lstm | UNIDIRECTIONAL_SEQUENCE_LSTM (44) | tf_keras LSTM, return_sequences: batch 1-2, steps 1-8, features and units 2-8, weights |
+| conv_2d_16x8, depthwise_conv_2d_16x8, fully_connected_16x8, add_16x8 | CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD | as the int8 families, int16 activations; int64 biases, int32 for NN 02, 05, 08 of conv and fully connected |
+
+Not made: SVDF. The converter has no TensorFlow op or composite function
+that it lowers to SVDF; only the old TOCO converter has a name-based SVDF
+cluster matcher, and a graph named to its pattern and converted with
+experimental_new_converter=False still came out as FULLY_CONNECTED, SUM,
+TILE, RESHAPE, ... .
 
 Usage (TensorFlow pinned in scripts/opgen-requirements.txt):
 
@@ -17,6 +78,7 @@ then scripts/opgolden.py (LiteRT only) records the reference outputs.
 import argparse
 import os
 import sys
+import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +89,10 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow.lite.python import schema_py_generated as schema  # noqa: E402
+
+# TensorFlow's notices (tf.lite.Interpreter's deprecation, "statistics for
+# quantized inputs were expected") say nothing about these models.
+warnings.filterwarnings("ignore", category=UserWarning, module="tensorflow")
 
 ROOT = Path(__file__).resolve().parent.parent
 OPS = ROOT / "models" / "ops"
@@ -39,7 +105,7 @@ TYPE_NAMES = {v: k.lower() for k, v in vars(schema.TensorType).items() if not k.
 ACT_CODES = {k: v for k, v in vars(schema.ActivationFunctionType).items() if not k.startswith("_")}
 ACT_NAMES = {v: k for k, v in ACT_CODES.items()}
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
-TF_TYPES = {"int8": tf.int8, "int16": tf.int16, "float32": tf.float32}
+TF_TYPES = {"int8": tf.int8, "int16": tf.int16, "int32": tf.int32, "float32": tf.float32}
 
 
 # -- what a model is ------------------------------------------------------------
@@ -57,9 +123,12 @@ class Spec:
     output_type: str = ""
     per_channel_dense: bool = True
     legacy_quantizer: bool = False  # experimental_new_quantizer = False
+    bias_type: str = ""  # 16x8 only: "int32" instead of the converter's int64 biases
     options: dict = field(default_factory=dict)  # op name -> {option field: value}
     check: object = None  # ModelT -> error message or None
     about: str = ""  # one line: what was chosen
+    trackable: object = None  # what holds the graph's variables (a Keras model)
+    calibration_shapes: list = None  # per input, where the graph's shape has unknown dimensions
 
 
 def act_fn(y, act):
@@ -145,10 +214,51 @@ def weight_channels(axis, count):
     return check
 
 
+def all_checks(*checks):
+    def check(m):
+        for c in checks:
+            msg = c(m) if c else None
+            if msg:
+                return msg
+        return None
+
+    return check
+
+
+def bias_type(want):
+    """A check: the operator's bias (input 2) is of type `want`."""
+
+    def check(m):
+        sg = m.subgraphs[0]
+        have = TYPE_NAMES[sg.tensors[sg.operators[0].inputs[2]].type]
+        return None if have == want else f"bias is {have}, expected {want}"
+
+    return check
+
+
+def sixteen_by_eight(builder):
+    """A 16x8 family from an int8 one: int16 activations, int8 weights; the
+    bias is the converter's default int64, or int32 (its
+    _experimental_full_integer_quantization_bias_type) for idx % 3 == 2 of
+    CONV_2D and FULLY_CONNECTED."""
+
+    def build(rng, idx):
+        spec = builder(rng, idx, mode="16x8")
+        if spec.ops[0] != "ADD":
+            # LiteRT's DEPTHWISE_CONV_2D takes int64 biases only in 16x8
+            int32 = idx % 3 == 2 and spec.ops[0] != "DEPTHWISE_CONV_2D"
+            spec.bias_type = "int32" if int32 else ""
+            spec.check = all_checks(spec.check, bias_type(spec.bias_type or "int64"))
+            spec.about += f" bias {spec.bias_type or 'int64'}"
+        return spec
+
+    return build
+
+
 # -- group 1 --------------------------------------------------------------------
 
 
-def conv_2d(rng, idx):
+def conv_2d(rng, idx, mode="int8"):
     padding = cycle(idx, ["SAME", "VALID"])
     act = ACTS[(idx // 2) % 4]
     kh, kw = (int(v) for v in rng.integers(1, 6, size=2))
@@ -172,6 +282,7 @@ def conv_2d(rng, idx):
         fn,
         [((n, h, w, cin), calib_range(rng))],
         ["CONV_2D"],
+        mode=mode,
         options={
             "CONV_2D": {
                 "padding": padding,
@@ -287,9 +398,9 @@ def pool(rng, idx, op):
     )
 
 
-def random_shape(rng, rank, max_dim=8, max_elements=256):
+def random_shape(rng, rank, max_dim=8, max_elements=256, min_dim=1):
     while True:
-        shape = tuple(int(v) for v in rng.integers(1, max_dim + 1, size=rank))
+        shape = tuple(int(v) for v in rng.integers(min_dim, max_dim + 1, size=rank))
         if int(np.prod(shape)) <= max_elements:
             return shape
 
@@ -600,6 +711,219 @@ def prelu(rng, idx):
     )
 
 
+# -- group 3 --------------------------------------------------------------------
+
+
+def shape_str(shape):
+    return "x".join(str(d) for d in shape)
+
+
+def transpose(rng, idx):
+    rank = [2, 3, 4, 4, 4, 3, 5, 4, 3, 5][idx]
+    while True:
+        shape = random_shape(rng, rank, max_dim=6, max_elements=256)
+        perm = [int(p) for p in rng.permutation(rank)]
+        moved = [p for p in perm if shape[p] > 1]
+        if moved != sorted(moved):  # else the converter makes it a RESHAPE
+            break
+
+    def fn(x):
+        return tf.transpose(x, perm)
+
+    return Spec(fn, [(shape, calib_range(rng))], ["TRANSPOSE"], about=f"{shape_str(shape)} perm {perm}")
+
+
+def strided_slice(rng, idx):
+    """Random begin/end/stride per dimension (negative strides and indices too),
+    begin/end masks, and shrink_axis on some dimensions."""
+    rank = [1, 2, 3, 4, 2, 3, 4, 3, 4, 4][idx]
+    shape = random_shape(rng, rank, max_dim=8, max_elements=256, min_dim=2)
+    while True:
+        keys, desc = [], []
+        for d in shape:
+            r = rng.random()
+            if r < 0.15 and d > 1:  # a single index: shrink_axis
+                i = int(rng.integers(-d, d))
+                keys.append(i)
+                desc.append(str(i))
+                continue
+            step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+            begin = None if rng.random() < 0.3 else int(rng.integers(-d, d))
+            end = None if rng.random() < 0.3 else int(rng.integers(-d - 1, d + 1))
+            keys.append(slice(begin, end, step))
+            desc.append(f"{'' if begin is None else begin}:{'' if end is None else end}:{step}")
+        probe = np.zeros(shape)[tuple(keys)]
+        full = all(isinstance(k, slice) and k == slice(None, None, 1) for k in keys)
+        if probe.size > 0 and not full:
+            break
+
+    def fn(x):
+        return x[tuple(keys)]
+
+    return Spec(
+        fn,
+        [(shape, calib_range(rng))],
+        ["STRIDED_SLICE"],
+        about=f"{shape_str(shape)}[{', '.join(desc)}] -> {shape_str(probe.shape)}",
+    )
+
+
+def squeeze(rng, idx):
+    """The converter turns SQUEEZE into RESHAPE whenever the shape is known
+    well enough; it keeps SQUEEZE for an unknown batch dimension with all
+    unit dimensions squeezed (even idx), or for two unknown dimensions (odd
+    idx). Unknown dimensions are 1 in the model (shape_signature -1)."""
+    while True:
+        core = [int(v) for v in rng.integers(2, 7, size=int(rng.integers(1, 3)) + idx % 2)]
+        shape = [None] + core
+        for _ in range(int(rng.integers(1, 3))):  # one or two unit dimensions somewhere
+            shape.insert(int(rng.integers(1, len(shape) + 1)), 1)
+        if idx % 2 == 0:
+            axes = None
+            break
+        if len(shape) >= 4:
+            unknown = int(rng.choice([d for d in range(1, len(shape)) if shape[d] != 1]))
+            shape[unknown] = None  # a second unknown dimension
+            ones = [d for d in range(1, len(shape)) if shape[d] == 1]
+            axes = [d for d in ones if rng.random() < 0.7] or ones[:1]
+            break
+    spec_shape = shape
+    calib = [2 if d is None else d for d in spec_shape]
+
+    def fn(x):
+        return tf.squeeze(x, axes)
+
+    return Spec(
+        fn,
+        [(tuple(spec_shape), calib_range(rng))],
+        ["SQUEEZE"],
+        calibration_shapes=[tuple(calib)],
+        about=f"{shape_str(['?' if d is None else d for d in spec_shape])} axes {axes if axes is not None else 'all'}",
+    )
+
+
+def expand_dims(rng, idx):
+    """The converter turns EXPAND_DIMS into RESHAPE for known shapes; an
+    unknown batch dimension (1 in the model, shape_signature -1) keeps it."""
+    shape = random_shape(rng, int(rng.integers(1, 4)), max_dim=8, max_elements=128)
+    rank = len(shape) + 1
+    axis = int(rng.integers(-rank, rank))
+    spec_shape = (None,) + shape
+
+    def fn(x):
+        return tf.expand_dims(x, axis)
+
+    return Spec(
+        fn,
+        [(spec_shape, calib_range(rng))],
+        ["EXPAND_DIMS"],
+        calibration_shapes=[(2,) + shape],
+        about=f"?x{shape_str(shape)} axis {axis}",
+    )
+
+
+def split(rng, idx, v):
+    while True:
+        shape = list(random_shape(rng, int(rng.integers(1, 5)), max_dim=8, max_elements=256))
+        axis = int(rng.integers(0, len(shape)))
+        if v:
+            count = int(rng.integers(2, 5))
+            if shape[axis] < count:
+                shape[axis] = count + int(rng.integers(0, 3))
+            cuts = sorted(int(c) for c in rng.choice(np.arange(1, shape[axis]), size=count - 1, replace=False))
+            sizes = [b - a for a, b in zip([0] + cuts, cuts + [shape[axis]])]
+            if len(set(sizes)) > 1 and np.prod(shape) <= 256:
+                arg = sizes
+                break
+        else:
+            count = int(rng.choice([2, 3, 4]))
+            shape[axis] = count * int(rng.integers(1, 4))
+            if np.prod(shape) <= 256:
+                arg = count
+                break
+    tf_axis = axis - len(shape) if rng.random() < 0.3 else axis
+
+    def fn(x):
+        return tuple(tf.split(x, arg, axis=tf_axis))
+
+    op = "SPLIT_V" if v else "SPLIT"
+    return Spec(
+        fn,
+        [(tuple(shape), calib_range(rng))],
+        [op],
+        options={op: {"numSplits": count}},
+        about=f"{shape_str(shape)} axis {tf_axis} into {arg}",
+    )
+
+
+def transpose_conv(rng, idx, mode="int8"):
+    """tf.nn.conv2d_transpose with a bias (idx < 7; fused into the operator)
+    or without; the converter fuses no activation into TRANSPOSE_CONV."""
+    padding = cycle(idx, ["SAME", "VALID"])
+    while True:
+        kh, kw = (int(v) for v in rng.integers(1, 5, size=2))
+        sh, sw = (int(v) for v in rng.integers(1, 4, size=2))
+        h, w = (int(v) for v in rng.integers(1, 7, size=2))
+        if padding == "SAME":
+            oh, ow = h * sh, w * sw
+        else:
+            oh, ow = (h - 1) * sh + kh, (w - 1) * sw + kw
+        if oh <= 12 and ow <= 12:
+            break
+    cin, cout = int(rng.integers(1, 13)), int(rng.integers(2, 13))
+    n = batch(rng)
+    filt = weights(rng, (kh, kw, cout, cin), per_channel_axis=2)
+    with_bias = idx < 7
+    b = bias(rng, cout)
+
+    def fn(x):
+        y = tf.nn.conv2d_transpose(x, filt, [n, oh, ow, cout], strides=[1, sh, sw, 1], padding=padding)
+        return y + b if with_bias else y
+
+    return Spec(
+        fn,
+        [((n, h, w, cin), calib_range(rng))],
+        ["TRANSPOSE_CONV"],
+        mode=mode,
+        options={"TRANSPOSE_CONV": {"padding": padding, "strideH": sh, "strideW": sw}},
+        about=f"in {n}x{h}x{w}x{cin} k{kh}x{kw} out {n}x{oh}x{ow}x{cout} s{sh}x{sw} {padding}"
+        + (" bias" if with_bias else " no bias"),
+    )
+
+
+def lstm(rng, idx):
+    """tf_keras' LSTM (Keras 3's LSTM has no fused conversion), return_sequences
+    (the final-state-only form adds a STRIDED_SLICE), weights from the seed."""
+    import tf_keras
+
+    steps, features, units = (int(v) for v in rng.integers(2, 9, size=3))
+    if idx == 0:
+        steps = 1
+    n = 1 if idx < 7 else 2
+    layer = tf_keras.layers.LSTM(units, return_sequences=True)
+    inp = tf_keras.Input((steps, features), batch_size=n)
+    model = tf_keras.Model(inp, layer(inp))
+    scale = 10 ** rng.uniform(-0.7, 0.3)
+    layer.set_weights(
+        [
+            (rng.normal(size=(features, 4 * units)) * scale).astype(np.float32),
+            (rng.normal(size=(units, 4 * units)) * scale).astype(np.float32),
+            (rng.normal(size=(4 * units,)) * 0.5).astype(np.float32),
+        ]
+    )
+
+    def fn(x):
+        return model(x)
+
+    return Spec(
+        fn,
+        [((n, steps, features), calib_range(rng, signed=True))],
+        ["UNIDIRECTIONAL_SEQUENCE_LSTM"],
+        trackable=model,
+        about=f"in {n}x{steps}x{features} units {units}",
+    )
+
+
 # -- the families ---------------------------------------------------------------
 
 FAMILIES = {
@@ -631,6 +955,19 @@ FAMILIES = {
     "prelu": prelu,
     "maximum": lambda rng, idx: binary(rng, idx, "MAXIMUM"),
     "minimum": lambda rng, idx: binary(rng, idx, "MINIMUM"),
+    # group 3
+    "transpose": transpose,
+    "strided_slice": strided_slice,
+    "squeeze": squeeze,
+    "expand_dims": expand_dims,
+    "split": lambda rng, idx: split(rng, idx, v=False),
+    "split_v": lambda rng, idx: split(rng, idx, v=True),
+    "transpose_conv": transpose_conv,
+    "unidirectional_sequence_lstm": lstm,
+    "conv_2d_16x8": sixteen_by_eight(conv_2d),
+    "depthwise_conv_2d_16x8": sixteen_by_eight(depthwise_conv_2d),
+    "fully_connected_16x8": sixteen_by_eight(lambda rng, idx, mode: fully_connected(rng, idx, True, mode)),
+    "add_16x8": sixteen_by_eight(lambda rng, idx, mode: binary(rng, idx, "ADD", mode)),
 }
 
 
@@ -640,10 +977,11 @@ FAMILIES = {
 def convert(spec, rng):
     input_specs = [tf.TensorSpec(shape, tf.float32, name=f"input_{i}") for i, (shape, _) in enumerate(spec.inputs)]
     func = tf.function(spec.fn, autograph=False).get_concrete_function(*input_specs)
-    converter = tf.lite.TFLiteConverter.from_concrete_functions([func], tf.Module())
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([func], spec.trackable or tf.Module())
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    shapes = spec.calibration_shapes or [shape for shape, _ in spec.inputs]
     samples = [
-        [rng.uniform(lo, hi, size=shape).astype(np.float32) for shape, (lo, hi) in spec.inputs]
+        [rng.uniform(lo, hi, size=shape).astype(np.float32) for shape, (_, (lo, hi)) in zip(shapes, spec.inputs)]
         for _ in range(CALIBRATION_SAMPLES)
     ]
     converter.representative_dataset = lambda: iter(samples)
@@ -657,6 +995,8 @@ def convert(spec, rng):
         default = "int8"
     converter.inference_input_type = TF_TYPES[spec.input_type or default]
     converter.inference_output_type = TF_TYPES[spec.output_type or default]
+    if spec.bias_type:
+        converter._experimental_full_integer_quantization_bias_type = TF_TYPES[spec.bias_type]
     if spec.legacy_quantizer:
         converter.experimental_new_quantizer = False
     if not spec.per_channel_dense:

@@ -1045,6 +1045,17 @@ impl<'a> Model<'a> {
         if output_tensor.is_constant() {
             return Err(invalid_operator(index, "output is constant"));
         }
+        // The element type first: a 16x8 layer (int16 activations, int8
+        // weights, int64 bias) is unsupported, not inconsistent.
+        if code != builtin::RESHAPE && input_tensor.element_type != ElementType::Int8 {
+            return Err(Error::Unsupported(
+                if input_tensor.element_type == ElementType::Int16 {
+                    "int16 activations (16x8 quantisation)"
+                } else {
+                    "element types other than int8"
+                },
+            ));
+        }
         let max_inputs = match code {
             builtin::CONV_2D | builtin::DEPTHWISE_CONV_2D | builtin::FULLY_CONNECTED => 3,
             builtin::RESHAPE => 2,
