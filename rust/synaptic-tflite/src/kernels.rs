@@ -9,12 +9,19 @@
 //! Accumulation wraps on overflow, where C++ would have undefined behaviour;
 //! sums are regrouped where that is exact modulo 2^32 (each function says
 //! how), so the bytes are the reference's.
+//!
+//! The 16x8 kernels (`conv16`, `depthwise_conv16`, `fully_connected16`:
+//! int16 activations as little-endian pairs, int8 weights, int32 or int64
+//! biases) are separate functions that leave the int8 loops as they were;
+//! they follow the reference loops as written, accumulating in an `i64`
+//! (exact: the int32 variant's wrapping sum is its low 32 bits).
 
 use core::ops::Range;
 
 use crate::model::Geometry;
 use crate::quant::{
-    clamp, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_once,
+    clamp, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64,
+    multiply_by_quantized_multiplier_once, scale_as_double, unpack_double,
 };
 use crate::Error;
 
@@ -409,6 +416,229 @@ pub(crate) fn fully_connected(
             let scaled = multiply_by_quantized_multiplier_once(acc, m, shift);
             *output.get_mut(b * units + u).ok_or(SHAPE)? =
                 clamp(scaled.wrapping_add(q.output_offset), q.act_min, q.act_max) as i8 as u8;
+        }
+    }
+    Ok(())
+}
+
+/// An int16 element (little-endian) of a 16x8 tensor.
+#[inline]
+fn half(slice: &[u8], index: usize) -> Result<i32, Error> {
+    let b = slice.get(2 * index..2 * index + 2).ok_or(SHAPE)?;
+    Ok(i32::from(i16::from_le_bytes([b[0], b[1]])))
+}
+
+/// An int64 bias (little-endian).
+#[inline]
+fn long(slice: &[u8], index: usize) -> Result<i64, Error> {
+    let b = slice.get(8 * index..8 * index + 8).ok_or(SHAPE)?;
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(b);
+    Ok(i64::from_le_bytes(bytes))
+}
+
+/// Stores an int16 output element.
+#[inline]
+fn put_half(slice: &mut [u8], index: usize, value: i32) -> Result<(), Error> {
+    let b = slice.get_mut(2 * index..2 * index + 2).ok_or(SHAPE)?;
+    b.copy_from_slice(&(value as i16).to_le_bytes());
+    Ok(())
+}
+
+/// `Σ x * w` of an int16 row (little-endian pairs) and an int8 row: every
+/// product fits an `i32`; the `i64` sum is exact.
+#[inline]
+fn dot16(x: &[u8], w: &[u8]) -> i64 {
+    x.chunks_exact(2).zip(w).fold(0i64, |acc, (x, &w)| {
+        acc + i64::from(i32::from(i16::from_le_bytes([x[0], x[1]])) * i32::from(w as i8))
+    })
+}
+
+/// Quantisation of a 16x8 layer (int16 activations and outputs with zero
+/// point 0, int8 weights): the output clamp, the per-channel records, and
+/// the accumulator its bias type selects.
+pub(crate) struct Requantize16<'a> {
+    pub act_min: i32,
+    pub act_max: i32,
+    /// Convolutions: `(multiplier, shift)` per channel; fully-connected
+    /// layers: a packed double scale (`quant::pack_double`).
+    pub channels: &'a [u8],
+    /// An int64 bias and accumulator; else int32 (wrapping, as C++'s).
+    pub wide: bool,
+}
+
+impl<'a> Requantize16<'a> {
+    /// The requantisation of a 16x8 layer to `output` with its fused
+    /// `activation` (`CalculateActivationRangeQuantized` over int16).
+    pub(crate) fn new(
+        output: crate::model::Quantization,
+        activation: crate::model::Activation,
+        channels: &'a [u8],
+        wide: bool,
+    ) -> Self {
+        let (act_min, act_max) = crate::quant::activation_range_in(
+            activation,
+            output,
+            i32::from(i16::MIN),
+            i32::from(i16::MAX),
+        );
+        Requantize16 {
+            act_min,
+            act_max,
+            channels,
+            wide,
+        }
+    }
+
+    /// `Σ w * x` of channel `c` plus its bias, in the reference's
+    /// accumulator type (an int32 accumulation is the low 32 bits of the
+    /// exact sum, sign-extended).
+    #[inline]
+    fn accumulator(&self, sum: i64, bias: Option<&[u8]>, c: usize) -> Result<i64, Error> {
+        Ok(match (bias, self.wide) {
+            (Some(b), true) => sum.wrapping_add(long(b, c)?),
+            (Some(b), false) => i64::from((sum as i32).wrapping_add(word(b, c)?)),
+            (None, true) => sum,
+            (None, false) => i64::from(sum as i32),
+        })
+    }
+
+    /// A convolution's output of channel `c`: the int64 or int32
+    /// `MultiplyByQuantizedMultiplier` (their roundings: see `quant`),
+    /// then the clamp (no output offset: zero point 0).
+    #[inline]
+    fn conv_output(&self, sum: i64, bias: Option<&[u8]>, c: usize) -> Result<i32, Error> {
+        let acc = self.accumulator(sum, bias, c)?;
+        let (m, shift) = channel(self.channels, c)?;
+        let scaled = if self.wide {
+            multiply_by_quantized_multiplier_i64(acc, m, shift)
+        } else {
+            multiply_by_quantized_multiplier(acc as i32, m, shift)
+        };
+        Ok(clamp(scaled, self.act_min, self.act_max))
+    }
+}
+
+/// `reference_integer_ops::ConvPerChannel` for 16x8 (its `AccumScalar`
+/// template, int64 or int32 by the bias type): `Σ w * x` over the taps
+/// inside the image (no input offset: zero point 0), plus the bias,
+/// `MultiplyByQuantizedMultiplier` of that width, clamp. Rows as
+/// [`conv`].
+pub(crate) fn conv16(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize16<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let per_channel = g.filter_h * g.filter_w * g.in_c;
+    let row = g.filter_w * g.in_c;
+    for b in 0..g.batches {
+        for oy in rows_of(b, g, &rows) {
+            let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+            let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
+            for ox in 0..g.out_w {
+                let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+                let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+                let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c;
+                for oc in 0..g.out_c {
+                    let f = filter
+                        .get(oc * per_channel..(oc + 1) * per_channel)
+                        .ok_or(SHAPE)?;
+                    let mut sum: i64 = 0;
+                    for fy in ys.clone() {
+                        let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                        for fx in xs.clone() {
+                            let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
+                            let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                            let pixel = input.get(2 * base..2 * (base + g.in_c)).ok_or(SHAPE)?;
+                            let fb = fy * row + fx * g.in_c;
+                            sum += dot16(pixel, f.get(fb..fb + g.in_c).ok_or(SHAPE)?);
+                        }
+                    }
+                    put_half(output, at + oc, q.conv_output(sum, bias, oc)?)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `reference_integer_ops::DepthwiseConvPerChannel` for 16x8 (int64
+/// accumulator and bias, the only bias LiteRT's 16x8 depthwise takes):
+/// `Σ w * x` over the taps inside the image, plus the bias, the int64
+/// `MultiplyByQuantizedMultiplier`, clamp. Rows as [`conv`].
+pub(crate) fn depthwise_conv16(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize16<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let dm = g.depth_multiplier.max(1);
+    for b in 0..g.batches {
+        for oy in rows_of(b, g, &rows) {
+            let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+            let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
+            for ox in 0..g.out_w {
+                let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+                let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+                let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c;
+                for oc in 0..g.out_c {
+                    let ic = oc / dm;
+                    let mut sum: i64 = 0;
+                    for fy in ys.clone() {
+                        let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                        for fx in xs.clone() {
+                            let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
+                            let x = half(input, ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + ic)?;
+                            let w = byte(filter, (fy * g.filter_w + fx) * g.out_c + oc)?;
+                            sum += i64::from(w * x);
+                        }
+                    }
+                    put_half(output, at + oc, q.conv_output(sum, bias, oc)?)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `reference_integer_ops::FullyConnected` / `FullyConnectedPerChannel`
+/// for 16x8, the overloads with float scales that LiteRT's reference
+/// FULLY_CONNECTED calls: `Σ (w + filter_offset) * x` in the bias's type
+/// (int64 or int32), plus the bias, then `round(double(acc) * scale)`
+/// (`quant::scale_as_double`: the double product rounded to nearest,
+/// halves away from zero), clamp.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fully_connected16(
+    batches: usize,
+    depth: usize,
+    units: usize,
+    input: &[u8],
+    filter: &[u8],
+    filter_offset: i32,
+    bias: Option<&[u8]>,
+    q: &Requantize16<'_>,
+    output: &mut [u8],
+) -> Result<(), Error> {
+    let per_channel = q.channels.len() > 8;
+    for b in 0..batches {
+        let row = input.get(2 * b * depth..2 * (b + 1) * depth).ok_or(SHAPE)?;
+        for u in 0..units {
+            let weights = filter.get(u * depth..(u + 1) * depth).ok_or(SHAPE)?;
+            let sum = row.chunks_exact(2).zip(weights).fold(0i64, |acc, (x, &w)| {
+                let x = i32::from(i16::from_le_bytes([x[0], x[1]]));
+                acc + i64::from((i32::from(w as i8) + filter_offset) * x)
+            });
+            let acc = q.accumulator(sum, bias, u)?;
+            let scale = unpack_double(channel(q.channels, if per_channel { u } else { 0 })?);
+            let v = clamp(scale_as_double(acc, scale), q.act_min, q.act_max);
+            put_half(output, b * units + u, v)?;
         }
     }
     Ok(())

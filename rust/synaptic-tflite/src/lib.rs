@@ -31,22 +31,40 @@
 //! # What runs
 //!
 //! [`supported_operators`] lists the builtin operators of this build (the
-//! seven first ones always, the others by Cargo feature, all by default); [`operator_name`]
-//! names any code. Int8 CONV_2D and DEPTHWISE_CONV_2D (per-channel or
-//! per-tensor filters, SAME/VALID padding, strides, dilations, fused
-//! NONE/RELU/RELU6/RELU_N1_TO_1), FULLY_CONNECTED (per-tensor or
-//! per-channel), AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, SQUEEZE, EXPAND_DIMS
-//! and SOFTMAX; ADD, SUB, MUL, MAXIMUM and MINIMUM with broadcasting over up
-//! to six dimensions and a constant or computed operand on either side;
-//! CONCATENATION, PAD and PADV2; RELU, RELU6 and RELU_N1_TO_1; QUANTIZE
-//! (float32 to int8, int8 to int8) and DEQUANTIZE (int8 to float32) at a
-//! graph's float edges (the modules of `ops` say which reference function
-//! each repeats). An operator outside the list is refused at
-//! [`Model::parse`] as [`Error::UnsupportedOperator`] with its code and name,
-//! a supported one used in a way its kernel does not do as
-//! [`Error::UnsupportedFeature`] naming the operator and what is missing;
-//! [`Model::survey`] lists every operator of a model with its verdict. One
-//! subgraph; schema version 3 (`TFL3`).
+//! seven first ones always, the others by Cargo feature, all by default);
+//! [`operator_name`] names any code.
+//!
+//! * Always: int8 CONV_2D and DEPTHWISE_CONV_2D (per-channel or per-tensor
+//!   filters, SAME/VALID padding, strides, dilations, fused
+//!   NONE/RELU/RELU6/RELU_N1_TO_1), FULLY_CONNECTED (per-tensor or
+//!   per-channel), AVERAGE_POOL_2D, MAX_POOL_2D, RESHAPE, SOFTMAX.
+//! * `ops-arithmetic`: ADD, SUB, MUL, MAXIMUM, MINIMUM, broadcasting over up
+//!   to six dimensions, a constant or computed operand on either side.
+//! * `ops-activation`: RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH,
+//!   HARD_SWISH, LEAKY_RELU, PRELU.
+//! * `ops-quantize`: QUANTIZE (float32 to int8, int8 to int8) and
+//!   DEQUANTIZE (int8 to float32) at a network's float edges.
+//! * `ops-layout`: CONCATENATION, PAD, PADV2, SQUEEZE, EXPAND_DIMS,
+//!   TRANSPOSE, STRIDED_SLICE, SPLIT, SPLIT_V.
+//! * `ops-reduce`: MEAN. `ops-transpose-conv`: TRANSPOSE_CONV.
+//! * `ops-recurrent`: int8 UNIDIRECTIONAL_SEQUENCE_LSTM, stateless across
+//!   invokes (each invoke runs one whole sequence from the reset state, as
+//!   LiteRT after `reset_all_variables`), at most 256 cells, about 2.8 KB of
+//!   stack while it runs.
+//! * `ops-16x8`: TFLite's 16x8 quantisation (int16 activations, int8
+//!   weights, int64 or int32 bias) for CONV_2D, DEPTHWISE_CONV_2D,
+//!   FULLY_CONNECTED and ADD.
+//!
+//! The modules of `ops` say which reference function each repeats and what
+//! each refuses. An operator outside the list is refused at
+//! [`Model::parse`] as [`Error::UnsupportedOperator`] with its code (its
+//! name: [`Error::operator_name`]), before any of its tensors is checked; a
+//! supported one used in a way its kernel does not do as
+//! [`Error::UnsupportedFeature`] with what is missing; [`Model::survey`]
+//! lists every operator of a model with its verdict. Every tensor's shape
+//! comes from the file: an output whose shape a converter left to run time
+//! (rank 0 in the file) is refused as unsupported. One subgraph; schema
+//! version 3 (`TFL3`).
 //!
 //! # Bit-exactness
 //!
@@ -62,7 +80,9 @@
 //! kernel rounds), the same accumulation order, the same padding and
 //! rounding of averages, and for SOFTMAX the fixed-point computation of
 //! `reference_ops::Softmax` (gemmlowp's exponential and reciprocal), which
-//! is what LiteRT's reference resolver runs for int8.
+//! is what LiteRT's reference resolver runs for int8. The kernels run in
+//! stack frames of their own (`own_frame`), so the deepest call, not the
+//! sum of every kernel's locals, is what a thread's stack must hold.
 //! Two host tests compare every output byte with LiteRT's reference
 //! resolver: `tests/golden.rs` on the shipped networks, and `tests/ops.rs`
 //! on the single-operator models of `models/ops` (random shapes, strides,
@@ -109,7 +129,10 @@
         feature = "ops-activation",
         feature = "ops-quantize",
         feature = "ops-layout",
-        feature = "ops-reduce"
+        feature = "ops-reduce",
+        feature = "ops-transpose-conv",
+        feature = "ops-recurrent",
+        feature = "ops-16x8"
     )),
     allow(dead_code)
 )]
@@ -522,33 +545,40 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     }
 
     /// The requantisation multiplier of output channel `c`, computed from
-    /// the same products as TFLite's `Prepare`.
+    /// the same products as TFLite's `Prepare`; for a 16x8
+    /// fully-connected layer, the double scale its reference kernel
+    /// multiplies by, packed (`quant::pack_double`).
     fn multiplier(p: &Prepared<'_>, c: usize) -> Result<(i32, i32), Error> {
         // The reference computes `f64(a) * f64(b) / f64(c)` (or, for a
-        // per-tensor fully-connected layer, `f64(a * b) / f64(c)` with the
-        // product in f32); `quant::quantize_ratio` repeats that in integers.
-        let (input, s, output, f32_product) = match p.kind {
+        // per-tensor int8 fully-connected layer, `f64(a * b) / f64(c)` with
+        // the product in f32); `quant::quantize_ratio` repeats that in
+        // integers.
+        let (input, s, output, f32_product, precision) = match p.kind {
             Kind::Conv {
                 filter_scales,
                 input,
                 output,
+                precision,
                 ..
             } => (
                 input.scale,
                 filter_scales.f32(if filter_scales.len() == 1 { 0 } else { c })?,
                 output.scale,
                 false,
+                precision,
             ),
             Kind::FullyConnected {
                 filter_scales,
                 input,
                 output,
+                precision,
                 ..
             } => (
                 input.scale,
                 filter_scales.f32(c)?,
                 output.scale,
-                filter_scales.len() == 1,
+                filter_scales.len() == 1 && precision == model::Precision::Int8,
+                precision,
             ),
             _ => return Err(Error::Internal("multiplier of an operator without one")),
         };
@@ -562,8 +592,19 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             let ((mi, ei), (ms, es)) = (split(input)?, split(s)?);
             (mi * ms, ei + es)
         };
+        #[cfg(feature = "ops-16x8")]
+        if let (Kind::FullyConnected { .. }, model::Precision::Int16 { .. }) = (p.kind, precision) {
+            // `static_cast<double>(input_scale) * filter_scale /
+            // static_cast<double>(output_scale)`, kept whole.
+            return quant::double_ratio(num, exp - eo, mo)
+                .and_then(quant::pack_double)
+                .ok_or(Error::Unsupported("scale not positive finite"));
+        }
         let (multiplier, shift) = quant::quantize_ratio(num, exp - eo, mo);
-        if shift > 30 {
+        // The int64 `MultiplyByQuantizedMultiplier` shifts by `15 - shift`
+        // bits; from 15 up C++ leaves it undefined.
+        let limit = if precision.is_wide() { 14 } else { 30 };
+        if shift > limit {
             return Err(Error::Unsupported(
                 "requantisation multiplier of 2^30 or more",
             ));
@@ -838,6 +879,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     }
 
     /// Runs the kernel of `p` for its output `o` (`y`); as [`run`](Self::run).
+    /// Not inlined: its frame holds only the classic kernels' locals (see
+    /// [`own_frame`]).
+    #[inline(never)]
     fn kernel(
         p: &Prepared<'_>,
         inputs: &[&[u8]],
@@ -857,15 +901,49 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 input,
                 output,
                 activation,
+                precision,
                 ..
             } => {
-                let q = kernels::Requantize::new(input, output, activation, channels);
                 let rows = geometry.batches * geometry.out_h;
                 let end = limit.map_or(rows, |n| from.saturating_add(n).min(rows));
-                if depthwise {
-                    kernels::depthwise_conv(&geometry, x, filter, bias, &q, y, from..end)?;
-                } else {
-                    kernels::conv(&geometry, x, filter, bias, &q, y, from..end)?;
+                match precision {
+                    model::Precision::Int8 => {
+                        let q = kernels::Requantize::new(input, output, activation, channels);
+                        if depthwise {
+                            own_frame(|| {
+                                kernels::depthwise_conv(
+                                    &geometry,
+                                    x,
+                                    filter,
+                                    bias,
+                                    &q,
+                                    y,
+                                    from..end,
+                                )
+                            })?;
+                        } else {
+                            own_frame(|| {
+                                kernels::conv(&geometry, x, filter, bias, &q, y, from..end)
+                            })?;
+                        }
+                    }
+                    #[cfg(feature = "ops-16x8")]
+                    model::Precision::Int16 { wide } => {
+                        let q = kernels::Requantize16::new(output, activation, channels, wide);
+                        if depthwise {
+                            kernels::depthwise_conv16(
+                                &geometry,
+                                x,
+                                filter,
+                                bias,
+                                &q,
+                                y,
+                                from..end,
+                            )?;
+                        } else {
+                            kernels::conv16(&geometry, x, filter, bias, &q, y, from..end)?;
+                        }
+                    }
                 }
                 return Ok((end < rows).then_some(end));
             }
@@ -879,21 +957,39 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 input,
                 output,
                 activation,
+                precision,
                 ..
-            } => {
-                let q = kernels::Requantize::new(input, output, activation, channels);
-                kernels::fully_connected(
-                    batches,
-                    depth,
-                    units,
-                    x,
-                    filter,
-                    -filter_zero_point,
-                    bias,
-                    &q,
-                    y,
-                )
-            }
+            } => match precision {
+                model::Precision::Int8 => {
+                    let q = kernels::Requantize::new(input, output, activation, channels);
+                    kernels::fully_connected(
+                        batches,
+                        depth,
+                        units,
+                        x,
+                        filter,
+                        -filter_zero_point,
+                        bias,
+                        &q,
+                        y,
+                    )
+                }
+                #[cfg(feature = "ops-16x8")]
+                model::Precision::Int16 { wide } => {
+                    let q = kernels::Requantize16::new(output, activation, channels, wide);
+                    kernels::fully_connected16(
+                        batches,
+                        depth,
+                        units,
+                        x,
+                        filter,
+                        -filter_zero_point,
+                        bias,
+                        &q,
+                        y,
+                    )
+                }
+            },
             Kind::Pool {
                 average,
                 geometry,
@@ -931,3 +1027,13 @@ impl<'m, 'a> Interpreter<'m, 'a> {
 }
 
 const SHAPE: Error = Error::Internal("tensor outside the arena");
+
+/// Runs `f` in a stack frame of its own. The kernels are called from one
+/// dispatcher; inlined there, every kernel's locals would share a single
+/// frame as large as all of them together (3.8 KB measured on Thumb), and a
+/// serving thread's stack must hold the deepest frame, not the sum. Each
+/// closure type is its own never-inlined function.
+#[inline(never)]
+pub(crate) fn own_frame<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}

@@ -126,6 +126,8 @@ pub struct Tensor<'a> {
     pub(crate) data: Option<&'a [u8]>,
     pub(crate) quantization: Option<QuantVectors<'a>>,
     pub(crate) bytes: usize,
+    /// Marked `is_variable` (state an operator keeps, such as an LSTM's).
+    pub(crate) variable: bool,
 }
 
 impl<'a> Tensor<'a> {
@@ -162,6 +164,11 @@ impl<'a> Tensor<'a> {
     }
 }
 
+/// `Conv2DOptions.quantized_bias_type` (schema slot 6).
+const CONV_QUANTIZED_BIAS_TYPE: usize = 6;
+/// `FullyConnectedOptions.quantized_bias_type` (schema slot 4).
+const FULLY_CONNECTED_QUANTIZED_BIAS_TYPE: usize = 4;
+
 /// Padding scheme of a convolution or pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Padding {
@@ -176,6 +183,39 @@ pub(crate) enum Activation {
     Relu,
     ReluN1To1,
     Relu6,
+}
+
+/// Activation and accumulator widths of a convolution or fully-connected
+/// layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Precision {
+    /// int8 activations, int32 bias and accumulator.
+    Int8,
+    /// TFLite's 16x8 quantisation: int16 activations (zero point 0), int8
+    /// weights; `wide`: int64 bias and accumulator, else int32.
+    #[cfg(feature = "ops-16x8")]
+    Int16 { wide: bool },
+}
+
+impl Precision {
+    /// The 16x8 precision, in a build with the `ops-16x8` feature.
+    fn sixteen(wide: bool) -> Result<Self, Error> {
+        #[cfg(feature = "ops-16x8")]
+        return Ok(Precision::Int16 { wide });
+        #[cfg(not(feature = "ops-16x8"))]
+        {
+            let _ = wide;
+            Err(Error::Unsupported("int16 activations (16x8 quantisation)"))
+        }
+    }
+
+    /// 16x8 with an int64 bias and accumulator.
+    pub(crate) fn is_wide(self) -> bool {
+        #[cfg(feature = "ops-16x8")]
+        return self == Precision::Int16 { wide: true };
+        #[cfg(not(feature = "ops-16x8"))]
+        false
+    }
 }
 
 /// Convolution and pooling geometry, NHWC, with the reference kernels'
@@ -200,7 +240,8 @@ pub(crate) struct Geometry {
     pub depth_multiplier: usize,
 }
 
-/// Most tensors one operator reads, or writes, through [`Prepared`].
+/// Most tensors one operator reads, or writes (an operator with more is
+/// refused as unsupported).
 pub const MAX_OPERANDS: usize = 16;
 
 /// Tensor indices an operator reads or writes, in its own order.
@@ -277,6 +318,7 @@ pub(crate) enum Kind<'a> {
         input: Quantization,
         output: Quantization,
         activation: Activation,
+        precision: Precision,
     },
     FullyConnected {
         batches: usize,
@@ -289,6 +331,7 @@ pub(crate) enum Kind<'a> {
         input: Quantization,
         output: Quantization,
         activation: Activation,
+        precision: Precision,
     },
     Pool {
         average: bool,
@@ -717,9 +760,10 @@ impl<'a> Model<'a> {
         if t.has(f::SPARSITY)? {
             return Err(Error::Unsupported("sparse tensors"));
         }
-        if t.u8(f::IS_VARIABLE, 0)? != 0 {
-            return Err(Error::Unsupported("variable tensors"));
-        }
+        // A variable tensor (an LSTM's state) has no data; only the
+        // operator that owns it reads it, and no operator lists it as an
+        // activation, so the graph check refuses it anywhere else.
+        let variable = t.u8(f::IS_VARIABLE, 0)? != 0;
         let mut shape = Shape {
             dims: [1; MAX_RANK],
             rank: 0,
@@ -731,10 +775,10 @@ impl<'a> Model<'a> {
             }
             shape.rank = dims.len();
             for d in 0..dims.len() {
+                // A zero dimension (an empty optional tensor, such as an
+                // LSTM's unused intermediates) gives 0 elements and 0 bytes.
                 let dim = usize::try_from(dims.i32(d)?)
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or(invalid_tensor(index, "dimension below 1"))?;
+                    .map_err(|_| invalid_tensor(index, "negative dimension"))?;
                 shape.dims[d] = dim;
                 elements = elements
                     .checked_mul(dim)
@@ -791,6 +835,7 @@ impl<'a> Model<'a> {
             data,
             quantization,
             bytes,
+            variable,
         })
     }
 
@@ -913,6 +958,85 @@ impl<'a> Model<'a> {
         Ok(q)
     }
 
+    /// The activation of a convolution or fully-connected layer: int8
+    /// ([`int8_activation`](Self::int8_activation)), or for a 16x8 layer
+    /// int16 with one valid scale and zero point 0 (LiteRT's `Prepare`
+    /// requires it of input and output).
+    fn layer_activation(
+        &self,
+        index: usize,
+        tensor: &Tensor<'a>,
+        sixteen: bool,
+    ) -> Result<Quantization, Error> {
+        if !sixteen {
+            return self.int8_activation(index, tensor);
+        }
+        if tensor.element_type != ElementType::Int16 {
+            return Err(invalid_operator(index, "16x8 output not int16"));
+        }
+        let q = tensor
+            .quantization()
+            .ok_or(invalid_operator(index, "activation without one scale"))?;
+        if !(q.scale.is_finite() && q.scale > 0.0 && q.zero_point == 0) {
+            return Err(invalid_operator(
+                index,
+                "int16 activation scale not positive or zero point not 0",
+            ));
+        }
+        Ok(q)
+    }
+
+    /// A 16x8 layer's `quantized_bias_type` option: `Some(true)` for int64,
+    /// `Some(false)` for int32, `None` when not given (`FLOAT32`, the
+    /// schema's default); anything else LiteRT's `Prepare` refuses.
+    fn declared_bias(index: usize, declared: i8) -> Result<Option<bool>, Error> {
+        match declared {
+            tensor_type::FLOAT32 => Ok(None),
+            tensor_type::INT64 => Ok(Some(true)),
+            tensor_type::INT32 => Ok(Some(false)),
+            _ => Err(invalid_operator(
+                index,
+                "quantized bias type not int32 or int64",
+            )),
+        }
+    }
+
+    /// A 16x8 layer's constant bias (`channels` elements, or none) and
+    /// its accumulator width (`true`: int64). `declared` is the
+    /// `quantized_bias_type` option: given, the bias must be of that type
+    /// (LiteRT's `Prepare`); not given, LiteRT's kernels read the bias as
+    /// int64, so an int32 bias is refused as unsupported (they would read
+    /// it as half as many int64 values).
+    fn bias16(
+        &self,
+        index: usize,
+        tensor: Option<usize>,
+        channels: usize,
+        declared: Option<bool>,
+    ) -> Result<(Option<&'a [u8]>, bool), Error> {
+        let Some(t) = tensor else {
+            return Ok((None, declared.unwrap_or(true)));
+        };
+        let bias = self.tensor(t)?;
+        let wide = match bias.element_type {
+            ElementType::Int64 => true,
+            ElementType::Int32 => false,
+            _ => return Err(invalid_operator(index, "16x8 bias not int32 or int64")),
+        };
+        match (bias.data, declared) {
+            (Some(_), None) if !wide => Err(Error::Unsupported(
+                "an int32 16x8 bias without its quantized_bias_type",
+            )),
+            (Some(data), d) if d.unwrap_or(wide) == wide && bias.shape.elements() == channels => {
+                Ok((Some(data), wide))
+            }
+            _ => Err(invalid_operator(
+                index,
+                "16x8 bias not constant, of its declared type, one per channel",
+            )),
+        }
+    }
+
     /// A constant int8 filter's scales: one, or one per channel along
     /// `channel_dimension`; zero points must be 0 unless per-tensor and
     /// `allow_zero_point`. Returns the scales and the per-tensor zero point.
@@ -993,7 +1117,8 @@ impl<'a> Model<'a> {
         if !crate::ops::implemented(code) {
             return Err(Error::UnsupportedOperator { code });
         }
-        if op.has(f::INTERMEDIATES)? {
+        let intermediates = op.vector(f::INTERMEDIATES, 4)?;
+        if intermediates.is_some() && code != builtin::UNIDIRECTIONAL_SEQUENCE_LSTM {
             return Err(Error::UnsupportedFeature {
                 operator: code,
                 what: "intermediate tensors",
@@ -1006,6 +1131,7 @@ impl<'a> Model<'a> {
                 code,
                 inputs,
                 outputs: self.operator_outputs(index)?,
+                intermediates: intermediates.unwrap_or(Vector::EMPTY),
                 options_type,
                 options,
             };
@@ -1045,9 +1171,16 @@ impl<'a> Model<'a> {
         if output_tensor.is_constant() {
             return Err(invalid_operator(index, "output is constant"));
         }
-        // The element type first: a 16x8 layer (int16 activations, int8
-        // weights, int64 bias) is unsupported, not inconsistent.
-        if code != builtin::RESHAPE && input_tensor.element_type != ElementType::Int8 {
+        // The element type first: int16 activations are TFLite's 16x8
+        // quantisation, which only the convolutions and fully-connected
+        // layers run here; elsewhere unsupported, not inconsistent.
+        let sixteen = cfg!(feature = "ops-16x8")
+            && input_tensor.element_type == ElementType::Int16
+            && matches!(
+                code,
+                builtin::CONV_2D | builtin::DEPTHWISE_CONV_2D | builtin::FULLY_CONNECTED
+            );
+        if code != builtin::RESHAPE && input_tensor.element_type != ElementType::Int8 && !sixteen {
             return Err(Error::Unsupported(
                 if input_tensor.element_type == ElementType::Int16 {
                     "int16 activations (16x8 quantisation)"
@@ -1159,23 +1292,41 @@ impl<'a> Model<'a> {
                 };
                 let (filter_scales, _) =
                     self.filter_scales(index, &filter, if depthwise { 3 } else { 0 }, false)?;
+                let bias = self.operand(index, inputs, 2)?;
+                let (bias, precision) = if !sixteen {
+                    (self.bias(index, bias, out_c)?, Precision::Int8)
+                } else if depthwise {
+                    // LiteRT's 16x8 DEPTHWISE_CONV_2D takes int64 biases only.
+                    let bias = self.bias16(index, bias, out_c, Some(true))?;
+                    (bias.0, Precision::sixteen(true)?)
+                } else {
+                    let declared = opts.i8(CONV_QUANTIZED_BIAS_TYPE, tensor_type::FLOAT32)?;
+                    let wide = Self::declared_bias(index, declared)?;
+                    let (bias, wide) = self.bias16(index, bias, out_c, wide)?;
+                    (bias, Precision::sixteen(wide)?)
+                };
                 Kind::Conv {
                     depthwise,
                     geometry,
                     filter: filter.data.unwrap_or(&[]),
-                    bias: self.bias(index, self.operand(index, inputs, 2)?, out_c)?,
+                    bias,
                     filter_scales,
-                    input: self.int8_activation(index, &input_tensor)?,
-                    output: self.int8_activation(index, &output_tensor)?,
+                    input: self.layer_activation(index, &input_tensor, sixteen)?,
+                    output: self.layer_activation(index, &output_tensor, sixteen)?,
                     activation,
+                    precision,
                 }
             }
             builtin::FULLY_CONNECTED => {
                 use options::fully_connected as o;
                 let opts = expect_options(options::FULLY_CONNECTED)?;
-                let (activation, format) = match opts {
-                    Some(t) => (t.i8(o::FUSED_ACTIVATION, 0)?, t.i8(o::WEIGHTS_FORMAT, 0)?),
-                    None => (0, 0),
+                let (activation, format, declared) = match opts {
+                    Some(t) => (
+                        t.i8(o::FUSED_ACTIVATION, 0)?,
+                        t.i8(o::WEIGHTS_FORMAT, 0)?,
+                        t.i8(FULLY_CONNECTED_QUANTIZED_BIAS_TYPE, tensor_type::FLOAT32)?,
+                    ),
+                    None => (0, 0, tensor_type::FLOAT32),
                 };
                 if format != 0 {
                     return Err(Error::Unsupported("shuffled fully-connected weights"));
@@ -1197,17 +1348,26 @@ impl<'a> Model<'a> {
                 }
                 let (filter_scales, filter_zero_point) =
                     self.filter_scales(index, &filter, 0, true)?;
+                let bias = self.operand(index, inputs, 2)?;
+                let (bias, precision) = if sixteen {
+                    let wide = Self::declared_bias(index, declared)?;
+                    let (bias, wide) = self.bias16(index, bias, units, wide)?;
+                    (bias, Precision::sixteen(wide)?)
+                } else {
+                    (self.bias(index, bias, units)?, Precision::Int8)
+                };
                 Kind::FullyConnected {
                     batches: elements / depth,
                     depth,
                     units,
                     filter: filter.data.unwrap_or(&[]),
-                    bias: self.bias(index, self.operand(index, inputs, 2)?, units)?,
+                    bias,
                     filter_scales,
                     filter_zero_point,
-                    input: self.int8_activation(index, &input_tensor)?,
-                    output: self.int8_activation(index, &output_tensor)?,
+                    input: self.layer_activation(index, &input_tensor, sixteen)?,
+                    output: self.layer_activation(index, &output_tensor, sixteen)?,
                     activation,
+                    precision,
                 }
             }
             builtin::AVERAGE_POOL_2D | builtin::MAX_POOL_2D => {

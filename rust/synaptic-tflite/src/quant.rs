@@ -54,8 +54,31 @@ pub(crate) fn split(x: f32) -> Option<(u64, i32)> {
 /// `f32` is exact in a double (48 significant bits), so
 /// `f64(a) * f64(b) / f64(c)` is `quantize_ratio(ma * mb, ea + eb - ec, mc)`.
 pub(crate) fn quantize_ratio(num: u64, exp: i32, den: u64) -> (i32, i32) {
-    if num == 0 || den == 0 || num >= 1 << 53 {
+    let Some((m, exp)) = double_ratio(num, exp, den) else {
         return (0, 0);
+    };
+    // frexp: m * 2^exp = (m / 2^53) * 2^(exp + 53); the significand times
+    // 2^31 is m / 2^22, rounded half away from zero (it is positive).
+    let mut shift = exp + 53;
+    let mut fixed = (m + (1 << 21)) >> 22;
+    if fixed == 1 << 31 {
+        fixed >>= 1;
+        shift += 1;
+    }
+    if shift < -31 {
+        return (0, 0);
+    }
+    (fixed as i32, shift)
+}
+
+/// The double `num * 2^exp / den` of [`quantize_ratio`] (the division a
+/// double performs, rounded to 53 bits, to nearest, ties to even) as
+/// `(m, e)` with `value = m * 2^e` and `2^52 <= m < 2^53`; `None` for a
+/// zero numerator or denominator, or `num >= 2^53`. Integer arithmetic
+/// only.
+pub(crate) fn double_ratio(num: u64, exp: i32, den: u64) -> Option<(u64, i32)> {
+    if num == 0 || den == 0 || num >= 1 << 53 {
+        return None;
     }
     // Long division, one quotient bit per step, until the quotient has 56
     // bits (53, a guard bit and two more); `rem` stays below `den`.
@@ -89,18 +112,79 @@ pub(crate) fn quantize_ratio(num: u64, exp: i32, den: u64) -> (i32, i32) {
             exp += 1;
         }
     }
-    // frexp: m * 2^exp = (m / 2^53) * 2^(exp + 53); the significand times
-    // 2^31 is m / 2^22, rounded half away from zero (it is positive).
-    let mut shift = exp + 53;
-    let mut fixed = (m + (1 << 21)) >> 22;
-    if fixed == 1 << 31 {
-        fixed >>= 1;
-        shift += 1;
+    Some((m, exp))
+}
+
+/// A double `m * 2^e` of [`double_ratio`] in one requantisation record
+/// (two int32 words, as a multiplier and shift are kept): the low 32 bits
+/// of `m`, then its high 21 bits with `e + 1024` above them. `None` when
+/// `e` is outside `-1024..1024` (no ratio of two floats is).
+pub(crate) fn pack_double((m, e): (u64, i32)) -> Option<(i32, i32)> {
+    let biased = u32::try_from(e + 1024).ok().filter(|&b| b < 2048)?;
+    Some((m as u32 as i32, ((m >> 32) as u32 | biased << 21) as i32))
+}
+
+/// The inverse of [`pack_double`].
+#[inline]
+pub(crate) fn unpack_double((low, high): (i32, i32)) -> (u64, i32) {
+    let high = high as u32;
+    let m = u64::from(high & 0x1f_ffff) << 32 | u64::from(low as u32);
+    (m, (high >> 21) as i32 - 1024)
+}
+
+/// `x` rounded to 53 significant bits, to nearest, ties to even (a
+/// conversion to double), as `(m, k)` with `m * 2^k` and `m < 2^53`.
+#[inline]
+fn round_to_double(x: u128) -> (u64, i32) {
+    let bits = 128 - x.leading_zeros();
+    if bits <= 53 {
+        return (x as u64, 0);
     }
-    if shift < -31 {
-        return (0, 0);
+    let drop = bits - 53;
+    let rest = x & ((1u128 << drop) - 1);
+    let half = 1u128 << (drop - 1);
+    let mut m = (x >> drop) as u64;
+    let mut k = drop as i32;
+    if rest > half || (rest == half && m & 1 == 1) {
+        m += 1;
+        if m == 1 << 53 {
+            m >>= 1;
+            k += 1;
+        }
     }
-    (fixed as i32, shift)
+    (m, k)
+}
+
+/// `static_cast<int32_t>(std::round(static_cast<double>(acc) * scale))`
+/// with `scale = m * 2^e` a double ([`double_ratio`]): the float
+/// requantisation of LiteRT's reference FULLY_CONNECTED
+/// (`reference_integer_ops::FullyConnected` and
+/// `FullyConnectedPerChannel` with float scales), in integers: `acc`
+/// rounded to a double, the product rounded to a double (both to nearest,
+/// ties to even), then `round` (halves away from zero). A result outside
+/// the int32 range is `i32::MIN`, what x86-64's conversion (`cvttsd2si`)
+/// gives where C++ leaves it undefined.
+pub(crate) fn scale_as_double(acc: i64, (m, e): (u64, i32)) -> i32 {
+    let (a, ka) = round_to_double(u128::from(acc.unsigned_abs()));
+    let (p, kp) = round_to_double(u128::from(a) * u128::from(m));
+    let s = ka + kp + e;
+    let magnitude: u64 = if s >= 0 {
+        if s > 31 || p >> (31 - s) != 0 {
+            return if p == 0 { 0 } else { i32::MIN };
+        }
+        p << s
+    } else if s < -60 {
+        // p < 2^53, so p * 2^s < 1/2.
+        0
+    } else {
+        let t = (-s) as u32;
+        (p + (1 << (t - 1))) >> t
+    };
+    match i32::try_from(magnitude) {
+        Ok(v) if acc < 0 => -v,
+        Ok(v) => v,
+        Err(_) => i32::MIN,
+    }
 }
 
 /// `QuantizeMultiplier(f64(a) / f64(b))` of two positive finite floats.
@@ -164,11 +248,40 @@ pub(crate) fn multiply_by_quantized_multiplier_once(x: i32, multiplier: i32, shi
     ((i64::from(x) * i64::from(multiplier) + round) >> total) as i32
 }
 
+/// `MultiplyByQuantizedMultiplier(int64_t x, multiplier, shift)`, the
+/// overload of LiteRT's 16x8 convolutions with int64 biases (the same in
+/// its single- and double-rounding builds): the multiplier reduced to 16
+/// bits (`(m + 2^15) >> 16`, or `0x7FFF` from `0x7FFF0000` up), then
+/// `(x * reduced + 2^(14 - shift)) >> (15 - shift)`, one rounding, halves
+/// up, the result truncated to 32 bits. Wraps where C++ would overflow;
+/// `shift` in `-31..=14` (the reference asserts `-31..8`).
+#[inline]
+pub(crate) fn multiply_by_quantized_multiplier_i64(x: i64, multiplier: i32, shift: i32) -> i32 {
+    let reduced = if multiplier < 0x7fff_0000 {
+        (i64::from(multiplier) + (1 << 15)) >> 16
+    } else {
+        0x7fff
+    };
+    let total = (15 - shift).clamp(1, 63) as u32;
+    (x.wrapping_mul(reduced).wrapping_add(1 << (total - 1)) >> total) as i32
+}
+
 /// `CalculateActivationRangeQuantized` for int8: the clamp of a fused
 /// activation, in the output's quantised units.
 pub(crate) fn activation_range(
     activation: crate::model::Activation,
     output: crate::model::Quantization,
+) -> (i32, i32) {
+    activation_range_in(activation, output, i32::from(i8::MIN), i32::from(i8::MAX))
+}
+
+/// `CalculateActivationRangeQuantized` for an output of range `qmin..=qmax`
+/// (int16: `-32768..=32767`).
+pub(crate) fn activation_range_in(
+    activation: crate::model::Activation,
+    output: crate::model::Quantization,
+    qmin: i32,
+    qmax: i32,
 ) -> (i32, i32) {
     use crate::model::Activation;
     let quantize = |f: f32| {
@@ -176,7 +289,6 @@ pub(crate) fn activation_range(
             .zero_point
             .saturating_add(libm::roundf(f / output.scale) as i32)
     };
-    let (qmin, qmax) = (i32::from(i8::MIN), i32::from(i8::MAX));
     match activation {
         Activation::None => (qmin, qmax),
         Activation::Relu => (qmin.max(quantize(0.0)), qmax),
@@ -344,6 +456,99 @@ mod tests {
             found |= once != twice;
         }
         assert!(found, "the two roundings never differed");
+    }
+
+    /// `scale_as_double` against the host's double arithmetic: the
+    /// reference's `round(double(acc) * scale)` on accumulators of every
+    /// magnitude (beyond 2^53 too, where the conversion rounds) and scales
+    /// made as the interpreter makes them.
+    #[test]
+    fn scale_as_double_equals_the_double_computation() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let host = |acc: i64, scale: f64| -> i32 {
+            let r = (acc as f64 * scale).round();
+            if (-2147483648.0..=2147483647.0).contains(&r) {
+                r as i32
+            } else {
+                i32::MIN
+            }
+        };
+        for i in 0..400_000 {
+            let bits = next();
+            let a = f32::from_bits(100 << 23 | (bits as u32 & 0x7f_ffff));
+            let b = f32::from_bits(
+                ((bits >> 23) as u32 % 40 + 100) << 23 | (bits >> 32) as u32 & 0x7f_ffff,
+            );
+            let c = f32::from_bits(
+                ((bits >> 55) as u32 % 30 + 105) << 23 | (bits >> 9) as u32 & 0x7f_ffff,
+            );
+            let ((ma, ea), (mb, eb), (mc, ec)) =
+                (split(a).unwrap(), split(b).unwrap(), split(c).unwrap());
+            let d = double_ratio(ma * mb, ea + eb - ec, mc).unwrap();
+            let scale = f64::from(a) * f64::from(b) / f64::from(c);
+            assert_eq!(d.0 as f64 * 2f64.powi(d.1), scale);
+            assert_eq!(unpack_double(pack_double(d).unwrap()), d);
+            let r = next();
+            let width = (r % 64) as u32;
+            let acc = ((r >> 6) as i64) >> (63 - width.min(63));
+            let acc = if i % 7 == 0 { acc.wrapping_neg() } else { acc };
+            assert_eq!(
+                scale_as_double(acc, d),
+                host(acc, scale),
+                "{acc} * {scale:e}"
+            );
+        }
+        // Exact halves round away from zero; out of range is INT_MIN.
+        let half = (1u64 << 52, -53);
+        assert_eq!(scale_as_double(1, half), 1);
+        assert_eq!(scale_as_double(-1, half), -1);
+        assert_eq!(scale_as_double(3, half), 2);
+        assert_eq!(scale_as_double(0, half), 0);
+        assert_eq!(scale_as_double(i64::MAX, half), i32::MIN);
+        assert_eq!(scale_as_double(i64::MIN, (1u64 << 52, -52)), i32::MIN);
+    }
+
+    /// The int64 `MultiplyByQuantizedMultiplier`, line for line from
+    /// LiteRT's `common.cc`, on accumulators of 16x8 layers.
+    #[test]
+    fn int64_multiplier_matches_the_reference_formula() {
+        let reference = |x: i64, m: i32, shift: i32| -> i32 {
+            let reduced: i32 = if m < 0x7FFF0000 {
+                (m + (1 << 15)) >> 16
+            } else {
+                0x7FFF
+            };
+            let total = 15 - shift;
+            let x = x * i64::from(reduced) + (1i64 << (total - 1));
+            (x >> total) as i32
+        };
+        let mut s = 0x1234_5678_9abc_def1u64;
+        for _ in 0..200_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let x = ((s as i64) >> 16).clamp(-(1 << 47), (1 << 47) - 1);
+            let m = (1 << 30) + ((s >> 3) as i32 & 0x3fff_ffff);
+            let shift = -((s >> 40) as i32 % 32).abs() + ((s >> 50) as i32 & 7);
+            assert_eq!(
+                multiply_by_quantized_multiplier_i64(x, m, shift),
+                reference(x, m, shift)
+            );
+        }
+        // 0x7FFF0000 and above reduce to 0x7FFF, not 0x8000.
+        assert_eq!(
+            multiply_by_quantized_multiplier_i64(1 << 20, i32::MAX, 0),
+            0x7fff << 5
+        );
+        // 3 * 2^30 / 2^31 = 1.5: halves round up, toward +inf.
+        assert_eq!(multiply_by_quantized_multiplier_i64(3, 1 << 30, 0), 2);
+        assert_eq!(multiply_by_quantized_multiplier_i64(-3, 1 << 30, 0), -1);
     }
 
     #[test]

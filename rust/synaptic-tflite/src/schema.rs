@@ -84,14 +84,17 @@ pub(crate) mod builtin {
     pub const MEAN: i32 = 40;
     pub const SUB: i32 = 41;
     pub const SQUEEZE: i32 = 43;
+    pub const UNIDIRECTIONAL_SEQUENCE_LSTM: i32 = 44;
     pub const STRIDED_SLICE: i32 = 45;
     pub const SPLIT: i32 = 49;
     pub const PRELU: i32 = 54;
     pub const MAXIMUM: i32 = 55;
     pub const MINIMUM: i32 = 57;
     pub const PADV2: i32 = 60;
+    pub const TRANSPOSE_CONV: i32 = 67;
     pub const EXPAND_DIMS: i32 = 70;
     pub const LEAKY_RELU: i32 = 98;
+    pub const SPLIT_V: i32 = 102;
     pub const QUANTIZE: i32 = 114;
     pub const HARD_SWISH: i32 = 117;
 }
@@ -117,7 +120,10 @@ pub(crate) mod options {
     pub const DEQUANTIZE: u8 = 38;
     pub const MAXIMUM_MINIMUM: u8 = 39;
     pub const PADV2: u8 = 43;
+    pub const TRANSPOSE_CONV: u8 = 49;
     pub const EXPAND_DIMS: u8 = 52;
+    pub const UNIDIRECTIONAL_SEQUENCE_LSTM: u8 = 71;
+    pub const SPLIT_V: u8 = 79;
     pub const LEAKY_RELU: u8 = 75;
     pub const QUANTIZE: u8 = 89;
     pub const HARD_SWISH: u8 = 91;
@@ -168,6 +174,17 @@ pub(crate) mod options {
     pub mod split {
         pub const NUM_SPLITS: usize = 0;
     }
+    /// `SplitVOptions`.
+    pub mod split_v {
+        pub const NUM_SPLITS: usize = 0;
+    }
+    /// `TransposeConvOptions`.
+    pub mod transpose_conv {
+        pub const PADDING: usize = 0;
+        pub const STRIDE_W: usize = 1;
+        pub const STRIDE_H: usize = 2;
+        pub const FUSED_ACTIVATION: usize = 3;
+    }
     pub mod strided_slice {
         pub const BEGIN_MASK: usize = 0;
         pub const END_MASK: usize = 1;
@@ -178,6 +195,12 @@ pub(crate) mod options {
     }
     pub mod leaky_relu {
         pub const ALPHA: usize = 0;
+    }
+    pub mod unidirectional_sequence_lstm {
+        pub const CELL_CLIP: usize = 1;
+        pub const PROJ_CLIP: usize = 2;
+        pub const TIME_MAJOR: usize = 3;
+        pub const DIAGONAL_RECURRENT_TENSORS: usize = 5;
     }
 }
 

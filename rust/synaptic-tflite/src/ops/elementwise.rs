@@ -1,4 +1,4 @@
-//! ADD, SUB, MUL, MAXIMUM and MINIMUM on int8, with NumPy broadcasting up
+//! ADD, SUB, MUL, MAXIMUM and MINIMUM on int8 (ADD on int16 too), with NumPy broadcasting up
 //! to [`MAX_RANK`](crate::MAX_RANK) dimensions (TFLite's
 //! `BroadcastAdd6DSlow` and kin: every output element is computed on its
 //! own, so the loop order does not change a byte).
@@ -11,11 +11,22 @@
 //! inputs by `scale_1 * scale_2 / output_scale`. MAXIMUM and MINIMUM
 //! compare the stored values (TFLite requires nothing of their
 //! quantisation and rescales nothing).
+//!
+//! ADD on int16 (16x8 quantisation, zero points 0) is `add.cc`'s general
+//! int16 path, `reference_ops::AddGeneralParamScale` / `BroadcastAdd6DSlow`
+//! on int16: the int8 arithmetic above with a left shift of 15 instead of
+//! 20 (`MultiplyByQuantizedMultiplierSmallerThanOneExp`, gemmlowp's double
+//! rounding) and the int16 clamp. That path runs when
+//! `AddOptions.pot_scale_int16` is false (TensorFlow's converter writes
+//! false) or a scale is not a power of two; the power-of-two path
+//! (`pot_scale_int16` true, the schema's default, and all three scales
+//! powers of two) is refused as unsupported.
 
 use super::{advance, extended, int8, operands, Context, Op};
 use crate::model::{ElementType, Model, Prepared};
 use crate::quant::{
-    activation_range, clamp, multiply_by_quantized_multiplier, product_ratio, ratio,
+    activation_range, activation_range_in, clamp, multiply_by_quantized_multiplier, product_ratio,
+    ratio,
 };
 use crate::schema::{builtin, options};
 use crate::{Error, MAX_RANK};
@@ -46,22 +57,41 @@ pub(crate) struct Binary {
     multipliers: [(i32, i32); 3],
     act_min: i32,
     act_max: i32,
+    /// ADD on int16 (elements of two bytes, left shift 15).
+    int16: bool,
 }
 
 /// `ADD`/`SUB`'s left shift of the offset inputs for int8.
 const LEFT_SHIFT: i32 = 20;
+/// `ADD`'s left shift for int16 (`65535 << 15` fits an int32).
+const LEFT_SHIFT_INT16: i32 = 15;
+/// `AddOptions.pot_scale_int16` (schema slot 1, default true).
+const POT_SCALE_INT16: usize = 1;
+
+/// Whether `add.cc`'s `CheckedLog2` might call `scale` a power of two
+/// (`|log2(scale) - round(log2(scale))| < 1e-3` in float): its significand
+/// within `2^±0.0011` of a power of two, a margin past the reference's
+/// float rounding.
+fn near_power_of_two(scale: f32) -> bool {
+    let fraction = scale.to_bits() & 0x7f_ffff;
+    fraction <= 6399 || fraction >= (1 << 23) - 12788
+}
 
 pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
     c.arity(2, 2, 1)?;
     let (t1, in1) = c.input(0)?;
     let (t2, in2) = c.input(1)?;
     let (_, out) = c.output(0)?;
-    if in1.element_type != ElementType::Int8 {
+    let int16 = cfg!(feature = "ops-16x8")
+        && c.code == builtin::ADD
+        && in1.element_type == ElementType::Int16;
+    if in1.element_type != ElementType::Int8 && !int16 {
         return Err(c.unsupported("element types other than int8"));
     }
-    let q1 = c.quantization(&in1, ElementType::Int8)?;
-    let q2 = c.quantization(&in2, ElementType::Int8)?;
-    let qo = c.quantization(&out, ElementType::Int8)?;
+    let ty = in1.element_type;
+    let q1 = c.quantization(&in1, ty)?;
+    let q2 = c.quantization(&in2, ty)?;
+    let qo = c.quantization(&out, ty)?;
     let (operation, tag) = match c.code {
         builtin::ADD => (Operation::Add, options::ADD),
         builtin::SUB => (Operation::Sub, options::SUB),
@@ -76,7 +106,24 @@ pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
         _ => 0,
     };
     let activation = Model::activation(c.index, activation)?;
-    let (act_min, act_max) = activation_range(activation, qo);
+    let (act_min, act_max) = if int16 {
+        // Options absent: LiteRT's parser leaves `pot_scale_int16` false.
+        let pot = match c.options(tag)? {
+            Some(t) => t.u8(POT_SCALE_INT16, 1)? != 0,
+            None => false,
+        };
+        if pot
+            && [q1.scale, q2.scale, qo.scale]
+                .into_iter()
+                .all(near_power_of_two)
+        {
+            return Err(c.unsupported("int16 ADD with power-of-two scales (pot_scale_int16)"));
+        }
+        activation_range_in(activation, qo, i32::from(i16::MIN), i32::from(i16::MAX))
+    } else {
+        activation_range(activation, qo)
+    };
+    let left_shift = if int16 { LEFT_SHIFT_INT16 } else { LEFT_SHIFT };
     // Broadcasting: the output shape is the inputs' broadcast shape.
     let (d1, d2, d_out) = (in1.shape.dims(), in2.shape.dims(), out.shape.dims());
     let rank = d1.len().max(d2.len());
@@ -113,7 +160,7 @@ pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
         Operation::Add | Operation::Sub => {
             // `2 * max` in float, as the reference (exact: a power of two).
             let twice_max = 2.0 * q1.scale.max(q2.scale);
-            let shifted_output = qo.scale * (1 << LEFT_SHIFT) as f32;
+            let shifted_output = qo.scale * (1 << left_shift) as f32;
             [
                 ratio(q1.scale, twice_max).ok_or_else(unsupported_scale)?,
                 ratio(q2.scale, twice_max).ok_or_else(unsupported_scale)?,
@@ -144,6 +191,7 @@ pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
         multipliers,
         act_min,
         act_max,
+        int16,
     };
     Ok(c.prepared(operands(&[t1, t2])?, Op::Binary(binary)))
 }
@@ -166,10 +214,13 @@ impl Binary {
             Operation::Minimum => return x1.min(x2),
             Operation::Mul => multiply_by_quantized_multiplier(a.wrapping_mul(b), mo.0, mo.1),
             Operation::Add | Operation::Sub => {
-                let sa =
-                    multiply_by_quantized_multiplier(a.wrapping_shl(LEFT_SHIFT as u32), m1.0, m1.1);
-                let sb =
-                    multiply_by_quantized_multiplier(b.wrapping_shl(LEFT_SHIFT as u32), m2.0, m2.1);
+                let shift = if self.int16 {
+                    LEFT_SHIFT_INT16
+                } else {
+                    LEFT_SHIFT
+                } as u32;
+                let sa = multiply_by_quantized_multiplier(a.wrapping_shl(shift), m1.0, m1.1);
+                let sb = multiply_by_quantized_multiplier(b.wrapping_shl(shift), m2.0, m2.1);
                 let sum = if self.operation == Operation::Add {
                     sa.wrapping_add(sb)
                 } else {
@@ -185,18 +236,42 @@ impl Binary {
         )
     }
 
+    /// The elements of both inputs at output `index`.
+    #[inline(always)]
+    fn offsets(&self, index: &[usize; MAX_RANK]) -> (usize, usize) {
+        index
+            .iter()
+            .zip(&self.strides[0])
+            .zip(&self.strides[1])
+            .fold((0, 0), |(a, b), ((&i, &s1), &s2)| (a + i * s1, b + i * s2))
+    }
+
     pub(crate) fn run(&self, inputs: &[&[u8]], y: &mut [u8]) -> Result<(), Error> {
         let [x1, x2] = [0, 1].map(|i| inputs.get(i).copied().unwrap_or(&[]));
         let mut index = [0usize; MAX_RANK];
+        // The constant compiles the int16 loop out of a build without 16x8.
+        if cfg!(feature = "ops-16x8") && self.int16 {
+            for out in y.chunks_exact_mut(2) {
+                let (i1, i2) = self.offsets(&index);
+                let v = self.element(int16(x1, i1)?, int16(x2, i2)?) as i16;
+                out.copy_from_slice(&v.to_le_bytes());
+                advance(&mut index, &self.dims);
+            }
+            return Ok(());
+        }
         for out in y.iter_mut() {
-            let (i1, i2) = index
-                .iter()
-                .zip(&self.strides[0])
-                .zip(&self.strides[1])
-                .fold((0, 0), |(a, b), ((&i, &s1), &s2)| (a + i * s1, b + i * s2));
+            let (i1, i2) = self.offsets(&index);
             *out = self.element(int8(x1, i1)?, int8(x2, i2)?) as i8 as u8;
             advance(&mut index, &self.dims);
         }
         Ok(())
+    }
+}
+
+/// Element `i` of an int16 tensor (little-endian).
+fn int16(bytes: &[u8], i: usize) -> Result<i32, Error> {
+    match bytes.get(2 * i..2 * i + 2) {
+        Some(&[lo, hi]) => Ok(i32::from(i16::from_le_bytes([lo, hi]))),
+        _ => Err(Error::Internal("element outside its tensor")),
     }
 }

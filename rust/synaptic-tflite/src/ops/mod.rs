@@ -22,6 +22,8 @@ pub(crate) mod activation;
 pub(crate) mod elementwise;
 #[cfg(feature = "ops-layout")]
 pub(crate) mod layout;
+#[cfg(feature = "ops-recurrent")]
+pub(crate) mod lstm;
 #[cfg(feature = "ops-reduce")]
 pub(crate) mod reduce;
 #[cfg(feature = "ops-layout")]
@@ -29,6 +31,8 @@ pub(crate) mod slice;
 pub(crate) mod softmax;
 #[cfg(feature = "ops-layout")]
 pub(crate) mod transpose;
+#[cfg(feature = "ops-transpose-conv")]
+pub(crate) mod transpose_conv;
 #[cfg(any(feature = "ops-activation", feature = "ops-quantize"))]
 pub(crate) mod unary;
 
@@ -91,7 +95,7 @@ pub fn name(code: i32) -> &'static str {
 /// Every builtin operator this crate implements, with whether this build
 /// has it: the seven it started with always, the others by Cargo feature
 /// (`ops-arithmetic`, `ops-activation`, `ops-quantize`, `ops-layout`,
-/// `ops-reduce`; all on by default), so firmware that knows its networks
+/// `ops-reduce`, `ops-transpose-conv`, `ops-recurrent`; all on by default), so firmware that knows its networks
 /// links only their kernels, as TFLite Micro's op resolver allows.
 const OPERATORS: &[(i32, bool)] = &[
     (builtin::CONV_2D, true),
@@ -124,7 +128,16 @@ const OPERATORS: &[(i32, bool)] = &[
     (builtin::TRANSPOSE, cfg!(feature = "ops-layout")),
     (builtin::STRIDED_SLICE, cfg!(feature = "ops-layout")),
     (builtin::SPLIT, cfg!(feature = "ops-layout")),
+    (builtin::SPLIT_V, cfg!(feature = "ops-layout")),
     (builtin::MEAN, cfg!(feature = "ops-reduce")),
+    (
+        builtin::TRANSPOSE_CONV,
+        cfg!(feature = "ops-transpose-conv"),
+    ),
+    (
+        builtin::UNIDIRECTIONAL_SEQUENCE_LSTM,
+        cfg!(feature = "ops-recurrent"),
+    ),
 ];
 
 /// The builtin operator codes this build of the interpreter runs (which
@@ -162,6 +175,9 @@ pub(crate) struct Context<'m, 'a> {
     pub code: i32,
     pub inputs: Vector<'a>,
     pub outputs: Operands,
+    /// The operator's `intermediates` (only an LSTM may have them: the
+    /// quantisation of its gates).
+    pub intermediates: Vector<'a>,
     pub options_type: u8,
     pub options: Option<Table<'a>>,
 }
@@ -304,6 +320,12 @@ pub(crate) enum Op {
     /// STRIDED_SLICE, SPLIT.
     #[cfg(feature = "ops-layout")]
     Slice(slice::Slice),
+    /// TRANSPOSE_CONV.
+    #[cfg(feature = "ops-transpose-conv")]
+    TransposeConv(transpose_conv::TransposeConv),
+    /// UNIDIRECTIONAL_SEQUENCE_LSTM.
+    #[cfg(feature = "ops-recurrent")]
+    Lstm(lstm::Lstm),
 }
 
 impl Op {
@@ -327,6 +349,10 @@ impl Op {
             Op::Transpose(ref t) => t.work(),
             #[cfg(feature = "ops-layout")]
             Op::Slice(ref s) => s.work(),
+            #[cfg(feature = "ops-transpose-conv")]
+            Op::TransposeConv(ref t) => t.work(),
+            #[cfg(feature = "ops-recurrent")]
+            Op::Lstm(ref l) => l.work(),
         }
     }
 
@@ -335,21 +361,25 @@ impl Op {
         let _ = (inputs, o, &y);
         match *self {
             #[cfg(feature = "ops-arithmetic")]
-            Op::Binary(ref b) => b.run(inputs, y),
+            Op::Binary(ref b) => crate::own_frame(|| b.run(inputs, y)),
             #[cfg(any(feature = "ops-activation", feature = "ops-quantize"))]
-            Op::Unary(ref u) => u.run(inputs, y),
+            Op::Unary(ref u) => crate::own_frame(|| u.run(inputs, y)),
             #[cfg(feature = "ops-layout")]
-            Op::Concat(ref c) => c.run(inputs, y),
+            Op::Concat(ref c) => crate::own_frame(|| c.run(inputs, y)),
             #[cfg(feature = "ops-layout")]
-            Op::Pad(ref p) => p.run(inputs, y),
+            Op::Pad(ref p) => crate::own_frame(|| p.run(inputs, y)),
             #[cfg(feature = "ops-activation")]
-            Op::Activation(ref a) => a.run(inputs, o, y),
+            Op::Activation(ref a) => crate::own_frame(|| a.run(inputs, o, y)),
             #[cfg(feature = "ops-reduce")]
-            Op::Mean(ref m) => m.run(inputs, o, y),
+            Op::Mean(ref m) => crate::own_frame(|| m.run(inputs, o, y)),
             #[cfg(feature = "ops-layout")]
-            Op::Transpose(ref t) => t.run(inputs, o, y),
+            Op::Transpose(ref t) => crate::own_frame(|| t.run(inputs, o, y)),
             #[cfg(feature = "ops-layout")]
-            Op::Slice(ref s) => s.run(inputs, o, y),
+            Op::Slice(ref s) => crate::own_frame(|| s.run(inputs, o, y)),
+            #[cfg(feature = "ops-transpose-conv")]
+            Op::TransposeConv(ref t) => crate::own_frame(|| t.run(inputs, o, y)),
+            #[cfg(feature = "ops-recurrent")]
+            Op::Lstm(ref l) => crate::own_frame(|| l.run(inputs, o, y)),
         }
     }
 }
@@ -383,7 +413,11 @@ pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
         #[cfg(feature = "ops-layout")]
         builtin::TRANSPOSE => transpose::prepare(c),
         #[cfg(feature = "ops-layout")]
-        builtin::STRIDED_SLICE | builtin::SPLIT => slice::prepare(c),
+        builtin::STRIDED_SLICE | builtin::SPLIT | builtin::SPLIT_V => slice::prepare(c),
+        #[cfg(feature = "ops-transpose-conv")]
+        builtin::TRANSPOSE_CONV => transpose_conv::prepare(c),
+        #[cfg(feature = "ops-recurrent")]
+        builtin::UNIDIRECTIONAL_SEQUENCE_LSTM => lstm::prepare(c),
         code => Err(Error::UnsupportedOperator { code }),
     }
 }

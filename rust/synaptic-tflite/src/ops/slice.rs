@@ -15,10 +15,18 @@
 //! SPLIT repeats `split.cc` + `reference_ops::Split`: the axis (its first
 //! input, a constant scalar, negative counted from the end) divided evenly
 //! into `num_splits` outputs.
+//!
+//! SPLIT_V repeats `split_v.cc` (`ResizeOutputTensors`) +
+//! `reference_ops::Split`: the axis (its third input, a constant int32
+//! scalar, negative counted from the end) divided into consecutive parts of
+//! the sizes of `size_splits` (its second input, a constant int32 or int64
+//! vector of `num_splits` entries), where one entry may be -1: the rest of
+//! the axis (the other entries may not add up to more than the axis). Without
+//! a -1 the sizes must add up to the axis.
 
 use super::transpose::{row_major, Gather};
 use super::{operands, Context, Op};
-use crate::model::{ElementType, Prepared};
+use crate::model::{ElementType, Prepared, Tensor, MAX_OPERANDS};
 use crate::schema::{builtin, options};
 use crate::{Error, MAX_RANK};
 
@@ -29,7 +37,7 @@ const MAX_INDICES: usize = 31;
 /// Most effective dimensions: the input's and one new axis per index.
 const MAX_EFFECTIVE: usize = MAX_RANK + MAX_INDICES;
 
-/// A prepared STRIDED_SLICE or SPLIT.
+/// A prepared STRIDED_SLICE, SPLIT or SPLIT_V.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Slice {
     /// STRIDED_SLICE.
@@ -39,6 +47,14 @@ pub(crate) enum Slice {
     Split {
         outer: usize,
         chunk: usize,
+        outputs: usize,
+    },
+    /// SPLIT_V: `outer` times, output `o` takes bytes `bounds[o]..bounds[o
+    /// + 1]` of each input row of `row` bytes.
+    SplitV {
+        outer: usize,
+        row: usize,
+        bounds: [usize; MAX_OPERANDS + 1],
         outputs: usize,
     },
 }
@@ -274,6 +290,8 @@ pub(crate) fn plan_strided(
 pub(crate) fn prepare<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
     if c.code == builtin::SPLIT {
         prepare_split(c)
+    } else if c.code == builtin::SPLIT_V {
+        prepare_split_v(c)
     } else {
         prepare_strided(c)
     }
@@ -335,20 +353,9 @@ fn prepare_split<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
         .filter(|&n| n > 0)
         .ok_or(c.invalid("num_splits not positive"))?;
     c.arity(2, 2, outputs)?;
-    let (_, axis) = c.input(0)?;
     let (t, input) = c.input(1)?;
-    if axis.element_type() != ElementType::Int32 || axis.shape.elements() != 1 {
-        return Err(c.invalid("axis not one int32"));
-    }
-    let mut a = [0i32; 1];
-    c.constant_ints(&axis, &mut a)?;
+    let axis = split_axis(c, 0, &input)?;
     let dims = input.shape.dims();
-    let rank = dims.len() as i32;
-    let axis = if a[0] < 0 { a[0] + rank } else { a[0] };
-    let axis = usize::try_from(axis)
-        .ok()
-        .filter(|&a| a < dims.len())
-        .ok_or(c.invalid("axis out of range"))?;
     if dims[axis] % outputs != 0 {
         return Err(c.invalid("not an even split"));
     }
@@ -356,24 +363,117 @@ fn prepare_split<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
     let inner: usize = dims[axis + 1..].iter().product::<usize>() * size;
     let chunk = dims[axis] / outputs * inner;
     for o in 0..outputs {
-        let (_, out) = c.output(o)?;
-        let d = out.shape.dims();
-        if out.element_type() != input.element_type()
-            || d.len() != dims.len()
-            || (0..dims.len()).any(|k| {
-                d[k] != if k == axis {
-                    dims[axis] / outputs
-                } else {
-                    dims[k]
-                }
-            })
-        {
-            return Err(c.invalid("output shape is not the input's split"));
-        }
+        check_part(c, o, &input, axis, dims[axis] / outputs)?;
     }
     let split = Slice::Split {
         outer: dims[..axis].iter().product(),
         chunk,
+        outputs,
+    };
+    Ok(c.prepared(operands(&[t])?, Op::Slice(split)))
+}
+
+/// The split axis of `input`: operand `k`, a constant int32 scalar,
+/// negative counted from the end.
+fn split_axis(c: &Context<'_, '_>, k: usize, input: &Tensor<'_>) -> Result<usize, Error> {
+    let (_, axis) = c.input(k)?;
+    if axis.element_type() != ElementType::Int32 || axis.shape.elements() != 1 {
+        return Err(c.invalid("axis not one int32"));
+    }
+    let mut a = [0i32; 1];
+    c.constant_ints(&axis, &mut a)?;
+    let rank = input.shape.dims().len();
+    let axis = if a[0] < 0 { a[0] + rank as i32 } else { a[0] };
+    usize::try_from(axis)
+        .ok()
+        .filter(|&a| a < rank)
+        .ok_or(c.invalid("axis out of range"))
+}
+
+/// Checks that output `o` is `input` with `size` along `axis`.
+fn check_part(
+    c: &Context<'_, '_>,
+    o: usize,
+    input: &Tensor<'_>,
+    axis: usize,
+    size: usize,
+) -> Result<(), Error> {
+    let (_, out) = c.output(o)?;
+    let (d, dims) = (out.shape.dims(), input.shape.dims());
+    if out.element_type() != input.element_type()
+        || d.len() != dims.len()
+        || (0..dims.len()).any(|k| d[k] != if k == axis { size } else { dims[k] })
+    {
+        return Err(c.invalid("output shape is not the input's split"));
+    }
+    Ok(())
+}
+
+/// The sizes of SPLIT_V's parts along an axis of `size` elements:
+/// `size_splits` with its one -1 (if any) replaced by what the others leave.
+fn split_sizes(splits: &[i32], size: usize, out: &mut [usize]) -> Result<(), &'static str> {
+    let mut minus_one = None;
+    let mut sum = 0i64;
+    for (i, &s) in splits.iter().enumerate() {
+        if s == -1 {
+            if minus_one.replace(i).is_some() {
+                return Err("size_splits with more than one -1");
+            }
+        } else {
+            sum += i64::from(s);
+        }
+    }
+    let size = size as i64;
+    match minus_one {
+        Some(_) if sum > size => return Err("size_splits add up to more than the axis"),
+        None if sum != size => return Err("size_splits do not add up to the axis"),
+        _ => {}
+    }
+    for (i, (o, &s)) in out.iter_mut().zip(splits).enumerate() {
+        let s = if Some(i) == minus_one {
+            size - sum
+        } else {
+            i64::from(s)
+        };
+        *o = usize::try_from(s).map_err(|_| "negative size_splits entry")?;
+    }
+    Ok(())
+}
+
+fn prepare_split_v<'a>(c: &Context<'_, 'a>) -> Result<Prepared<'a>, Error> {
+    let num_splits = match c.options(options::SPLIT_V)? {
+        Some(t) => t.i32(options::split_v::NUM_SPLITS, 0)?,
+        None => 0,
+    };
+    let outputs = usize::try_from(num_splits)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or(c.invalid("num_splits not positive"))?;
+    if outputs > MAX_OPERANDS {
+        return Err(c.unsupported("more than 16 outputs"));
+    }
+    c.arity(3, 3, outputs)?;
+    let (t, input) = c.input(0)?;
+    let (_, size_splits) = c.input(1)?;
+    if size_splits.shape.dims().len() != 1 || size_splits.shape.elements() != outputs {
+        return Err(c.invalid("size_splits not a vector of num_splits"));
+    }
+    let mut splits = [0i32; MAX_OPERANDS];
+    c.constant_ints(&size_splits, &mut splits)?;
+    let axis = split_axis(c, 2, &input)?;
+    let dims = input.shape.dims();
+    let mut sizes = [0usize; MAX_OPERANDS];
+    split_sizes(&splits[..outputs], dims[axis], &mut sizes[..outputs]).map_err(|r| c.invalid(r))?;
+    let inner: usize = dims[axis + 1..].iter().product::<usize>() * input.element_type().size();
+    let mut bounds = [0usize; MAX_OPERANDS + 1];
+    for (o, &s) in sizes[..outputs].iter().enumerate() {
+        check_part(c, o, &input, axis, s)?;
+        bounds[o + 1] = bounds[o] + s * inner;
+    }
+    let split = Slice::SplitV {
+        outer: dims[..axis].iter().product(),
+        row: dims[axis] * inner,
+        bounds,
         outputs,
     };
     Ok(c.prepared(operands(&[t])?, Op::Slice(split)))
@@ -384,6 +484,7 @@ impl Slice {
         match self {
             Slice::Strided(g) => g.work(),
             Slice::Split { outer, chunk, .. } => (*outer as u64).checked_mul(*chunk as u64),
+            Slice::SplitV { outer, row, .. } => (*outer as u64).checked_mul(*row as u64),
         }
     }
 
@@ -405,6 +506,26 @@ impl Slice {
                 }
                 Ok(())
             }
+            Slice::SplitV {
+                outer,
+                row,
+                ref bounds,
+                outputs,
+            } => {
+                let (lo, hi) = match (bounds.get(o), bounds.get(o + 1)) {
+                    (Some(&lo), Some(&hi)) if o < outputs && lo <= hi => (lo, hi),
+                    _ => return Err(SHAPE),
+                };
+                let chunk = hi - lo;
+                if y.len() != outer * chunk {
+                    return Err(SHAPE);
+                }
+                for (r, out) in y.chunks_exact_mut(chunk.max(1)).enumerate() {
+                    let from = r * row + lo;
+                    out.copy_from_slice(x.get(from..from + chunk).ok_or(SHAPE)?);
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -412,7 +533,8 @@ impl Slice {
 #[cfg(test)]
 mod tests {
     extern crate std;
-    use super::{plan_strided, Masks, Slice};
+    use super::{plan_strided, split_sizes, Masks, Slice};
+    use crate::model::MAX_OPERANDS;
     use std::vec::Vec;
 
     fn slice(dims: &[usize], begin: &[i32], end: &[i32], strides: &[i32], m: Masks) -> Vec<u8> {
@@ -529,5 +651,49 @@ mod tests {
         let mut y = [0u8; 4];
         s.run(&[&x], 1, &mut y).unwrap();
         assert_eq!(y, [2, 3, 8, 9]);
+    }
+
+    #[test]
+    fn split_v_fills_in_the_minus_one() {
+        let mut sizes = [0usize; 3];
+        split_sizes(&[2, -1, 1], 7, &mut sizes).unwrap();
+        assert_eq!(sizes, [2, 4, 1]);
+        split_sizes(&[3, 1, 3], 7, &mut sizes).unwrap();
+        assert_eq!(sizes, [3, 1, 3]);
+        // -1 may stand for nothing left.
+        split_sizes(&[4, 3, -1], 7, &mut sizes).unwrap();
+        assert_eq!(sizes, [4, 3, 0]);
+        assert!(split_sizes(&[-1, 2, -1], 7, &mut sizes).is_err());
+        assert!(split_sizes(&[5, -1, 3], 7, &mut sizes).is_err());
+        assert!(split_sizes(&[3, 1, 2], 7, &mut sizes).is_err());
+        assert!(split_sizes(&[9, -2, 0], 7, &mut sizes).is_err());
+    }
+
+    #[test]
+    fn split_v_takes_uneven_parts_of_every_row() {
+        // Input [2, 7] split along axis 1 by [2, -1, 1] = [2, 4, 1].
+        let x: Vec<u8> = (0..14).collect();
+        let mut sizes = [0usize; 3];
+        split_sizes(&[2, -1, 1], 7, &mut sizes).unwrap();
+        let mut bounds = [0usize; MAX_OPERANDS + 1];
+        for o in 0..3 {
+            bounds[o + 1] = bounds[o] + sizes[o];
+        }
+        let s = Slice::SplitV {
+            outer: 2,
+            row: 7,
+            bounds,
+            outputs: 3,
+        };
+        let mut y = [0u8; 4];
+        s.run(&[&x], 0, &mut y).unwrap();
+        assert_eq!(y, [0, 1, 7, 8]);
+        let mut y = [0u8; 8];
+        s.run(&[&x], 1, &mut y).unwrap();
+        assert_eq!(y, [2, 3, 4, 5, 9, 10, 11, 12]);
+        let mut y = [0u8; 2];
+        s.run(&[&x], 2, &mut y).unwrap();
+        assert_eq!(y, [6, 13]);
+        assert!(s.run(&[&x], 3, &mut y).is_err());
     }
 }
