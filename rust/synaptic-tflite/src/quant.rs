@@ -199,6 +199,19 @@ pub(crate) fn product_ratio(a: f32, b: f32, c: f32) -> Option<(i32, i32)> {
     Some(quantize_ratio(ma * mb, ea + eb - ec, mc))
 }
 
+/// gemmlowp's `exp_on_negative_values` barrel shifter: `(k, exp(-2^k))` in
+/// Q0.31, one multiplication per set bit `2^k` of the input's remainder
+/// (SOFTMAX's int32 and the LSTM's int16 variants share it).
+pub(crate) const EXP_BARREL: [(i32, i32); 7] = [
+    (-2, 1_672_461_947),
+    (-1, 1_302_514_674),
+    (0, 790_015_084),
+    (1, 290_630_308),
+    (2, 39_332_535),
+    (3, 720_401),
+    (4, 242),
+];
+
 /// gemmlowp's `SaturatingRoundingDoublingHighMul`: the high 32 bits of
 /// `2ab`, rounded to nearest (ties away from zero), saturating the one
 /// overflowing case.

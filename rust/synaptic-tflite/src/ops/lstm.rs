@@ -405,15 +405,7 @@ fn exp_on_negative_values(a: i16, integer_bits: u32) -> i16 {
     let a_mod = (a & mask).wrapping_sub(one_quarter);
     let mut result = exp_on_quarter_interval(saturating_shift16(a_mod, integer_bits));
     let remainder = a_mod.wrapping_sub(a);
-    const BARREL: [(i32, i32); 7] = [
-        (-2, 1_672_461_947),
-        (-1, 1_302_514_674),
-        (0, 790_015_084),
-        (1, 290_630_308),
-        (2, 39_332_535),
-        (3, 720_401),
-        (4, 242),
-    ];
+    const BARREL: [(i32, i32); 7] = crate::quant::EXP_BARREL;
     for (exponent, multiplier) in BARREL {
         if integer_bits as i32 > exponent {
             let bit = (fractional as i32 + exponent) as u32;

@@ -165,16 +165,7 @@ fn exp_on_interval_between_negative_one_quarter_and_0_excl(a: i32) -> i32 {
 /// from 1/4 to 16 multiplies by the Q0.31 constant `exp(-2^k)`.
 pub(crate) fn exp_on_negative_values(a: i32) -> i32 {
     const FRACTIONAL_BITS: u32 = 31 - SCALED_DIFF_INTEGER_BITS;
-    /// `(k, exp(-2^k) in Q0.31)` for the bits of the remainder.
-    const BARREL: [(i32, i32); 7] = [
-        (-2, 1_672_461_947),
-        (-1, 1_302_514_674),
-        (0, 790_015_084),
-        (1, 290_630_308),
-        (2, 39_332_535),
-        (3, 720_401),
-        (4, 242),
-    ];
+    const BARREL: [(i32, i32); 7] = crate::quant::EXP_BARREL;
     let one_quarter = 1i32 << (FRACTIONAL_BITS - 2);
     let mask = one_quarter - 1;
     let a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter;
