@@ -139,20 +139,22 @@
 #![warn(missing_docs)]
 
 mod flat;
+mod graph;
 mod kernels;
 mod model;
 mod ops;
 mod quant;
 mod schema;
 
+pub use graph::OperatorSurvey;
 pub use model::{
-    ElementType, Model, OperatorSurvey, Quantization, Shape, Tensor, MAX_OPERANDS, MAX_OPERATORS,
-    MAX_RANK, MAX_TENSORS, MAX_TENSOR_BYTES,
+    ElementType, Model, Quantization, Shape, Tensor, MAX_OPERANDS, MAX_OPERATORS, MAX_RANK,
+    MAX_TENSORS, MAX_TENSOR_BYTES,
 };
 pub use ops::{name as operator_name, supported as supported_operators};
 pub use schema::{FILE_IDENTIFIER, SCHEMA_VERSION};
 
-use model::{Kind, Prepared};
+use ops::{Kind, Precision, Prepared};
 
 /// Why a model was refused or an inference failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -577,7 +579,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 input.scale,
                 filter_scales.f32(c)?,
                 output.scale,
-                filter_scales.len() == 1 && precision == model::Precision::Int8,
+                filter_scales.len() == 1 && precision == Precision::Int8,
                 precision,
             ),
             _ => return Err(Error::Internal("multiplier of an operator without one")),
@@ -593,7 +595,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             (mi * ms, ei + es)
         };
         #[cfg(feature = "ops-16x8")]
-        if let (Kind::FullyConnected { .. }, model::Precision::Int16 { .. }) = (p.kind, precision) {
+        if let (Kind::FullyConnected { .. }, Precision::Int16 { .. }) = (p.kind, precision) {
             // `static_cast<double>(input_scale) * filter_scale /
             // static_cast<double>(output_scale)`, kept whole.
             return quant::double_ratio(num, exp - eo, mo)
@@ -907,7 +909,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 let rows = geometry.batches * geometry.out_h;
                 let end = limit.map_or(rows, |n| from.saturating_add(n).min(rows));
                 match precision {
-                    model::Precision::Int8 => {
+                    Precision::Int8 => {
                         let q = kernels::Requantize::new(input, output, activation, channels);
                         if depthwise {
                             own_frame(|| {
@@ -928,7 +930,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                         }
                     }
                     #[cfg(feature = "ops-16x8")]
-                    model::Precision::Int16 { wide } => {
+                    Precision::Int16 { wide } => {
                         let q = kernels::Requantize16::new(output, activation, channels, wide);
                         if depthwise {
                             kernels::depthwise_conv16(
@@ -960,7 +962,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 precision,
                 ..
             } => match precision {
-                model::Precision::Int8 => {
+                Precision::Int8 => {
                     let q = kernels::Requantize::new(input, output, activation, channels);
                     kernels::fully_connected(
                         batches,
@@ -975,7 +977,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     )
                 }
                 #[cfg(feature = "ops-16x8")]
-                model::Precision::Int16 { wide } => {
+                Precision::Int16 { wide } => {
                     let q = kernels::Requantize16::new(output, activation, channels, wide);
                     kernels::fully_connected16(
                         batches,

@@ -45,8 +45,9 @@
 //! quotients the reference forms are computed in single precision, in
 //! `prepare`).
 
+use super::Prepared;
 use super::{extended, int8, operands, Context, Op};
-use crate::model::{ElementType, Prepared};
+use crate::model::ElementType;
 use crate::quant::{clamp, expf, multiply_by_quantized_multiplier, quantize_ratio, split};
 use crate::schema::{builtin, options};
 use crate::{Error, MAX_RANK};

@@ -22,8 +22,9 @@
 //! (`pot_scale_int16` true, the schema's default, and all three scales
 //! powers of two) is refused as unsupported.
 
+use super::Prepared;
 use super::{advance, extended, int8, operands, Context, Op};
-use crate::model::{ElementType, Model, Prepared};
+use crate::model::{ElementType, Model};
 use crate::quant::{
     activation_range, activation_range_in, clamp, multiply_by_quantized_multiplier, product_ratio,
     ratio,

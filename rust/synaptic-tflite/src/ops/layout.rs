@@ -7,7 +7,8 @@
 //! quantised as the output.
 
 use super::{advance, extended, operands, Context, Op};
-use crate::model::{ElementType, Kind, Operands, Prepared, MAX_OPERANDS};
+use super::{Kind, Prepared};
+use crate::model::{ElementType, Operands, MAX_OPERANDS};
 use crate::schema::{builtin, options};
 use crate::{Error, MAX_RANK};
 

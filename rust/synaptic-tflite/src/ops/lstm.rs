@@ -54,8 +54,9 @@
 //! output) its input weights `[n_cell, n_input]`, recurrent weights
 //! `[n_cell, n_output]` and bias `[n_cell]`.
 
+use super::Prepared;
 use super::{operands, Context, Op};
-use crate::model::{ElementType, Prepared, Tensor};
+use crate::model::{ElementType, Tensor};
 use crate::quant::{
     clamp, multiply_by_quantized_multiplier, quantize_ratio, rounding_divide_by_pot, split,
 };

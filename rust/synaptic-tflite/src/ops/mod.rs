@@ -11,13 +11,14 @@
 
 use crate::flat::{Table, Vector};
 use crate::model::{
-    invalid_operator, ElementType, Kind, Model, Operands, Prepared, Quantization, Tensor,
+    invalid_operator, Activation, ElementType, Geometry, Model, Operands, Quantization, Tensor,
 };
 use crate::schema::builtin;
 use crate::Error;
 
 #[cfg(feature = "ops-activation")]
 pub(crate) mod activation;
+pub(crate) mod classic;
 #[cfg(feature = "ops-arithmetic")]
 pub(crate) mod elementwise;
 #[cfg(feature = "ops-layout")]
@@ -35,6 +36,152 @@ pub(crate) mod transpose;
 pub(crate) mod transpose_conv;
 #[cfg(any(feature = "ops-activation", feature = "ops-quantize"))]
 pub(crate) mod unary;
+
+/// Activation and accumulator widths of a convolution or fully-connected
+/// layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Precision {
+    /// int8 activations, int32 bias and accumulator.
+    Int8,
+    /// TFLite's 16x8 quantisation: int16 activations (zero point 0), int8
+    /// weights; `wide`: int64 bias and accumulator, else int32.
+    #[cfg(feature = "ops-16x8")]
+    Int16 { wide: bool },
+}
+
+impl Precision {
+    /// The 16x8 precision, in a build with the `ops-16x8` feature.
+    fn sixteen(wide: bool) -> Result<Self, Error> {
+        #[cfg(feature = "ops-16x8")]
+        return Ok(Precision::Int16 { wide });
+        #[cfg(not(feature = "ops-16x8"))]
+        {
+            let _ = wide;
+            Err(Error::Unsupported("int16 activations (16x8 quantisation)"))
+        }
+    }
+
+    /// 16x8 with an int64 bias and accumulator.
+    pub(crate) fn is_wide(self) -> bool {
+        #[cfg(feature = "ops-16x8")]
+        return self == Precision::Int16 { wide: true };
+        #[cfg(not(feature = "ops-16x8"))]
+        false
+    }
+}
+
+/// An operator with every tensor resolved and checked.
+#[derive(Clone, Copy)]
+pub(crate) struct Prepared<'a> {
+    /// The tensors the kernel reads, in the order it takes them: activations
+    /// from the arena, constants from the model. (The weights of the
+    /// convolution and fully-connected kinds are in the kind itself.)
+    pub inputs: Operands,
+    /// The tensors it writes, one kernel call each.
+    pub outputs: Operands,
+    pub kind: Kind<'a>,
+}
+
+impl Prepared<'_> {
+    /// The first output (every operator has one).
+    pub(crate) fn output(&self) -> usize {
+        self.outputs.get(0).unwrap_or(usize::MAX)
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum Kind<'a> {
+    /// CONV_2D (`depthwise == false`) or DEPTHWISE_CONV_2D.
+    Conv {
+        depthwise: bool,
+        geometry: Geometry,
+        filter: &'a [u8],
+        bias: Option<&'a [u8]>,
+        filter_scales: Vector<'a>,
+        input: Quantization,
+        output: Quantization,
+        activation: Activation,
+        precision: Precision,
+    },
+    FullyConnected {
+        batches: usize,
+        depth: usize,
+        units: usize,
+        filter: &'a [u8],
+        bias: Option<&'a [u8]>,
+        filter_scales: Vector<'a>,
+        filter_zero_point: i32,
+        input: Quantization,
+        output: Quantization,
+        activation: Activation,
+        precision: Precision,
+    },
+    Pool {
+        average: bool,
+        geometry: Geometry,
+        output: Quantization,
+        activation: Activation,
+    },
+    Reshape {
+        bytes: usize,
+    },
+    Softmax {
+        rows: usize,
+        depth: usize,
+        beta: f32,
+        input: Quantization,
+        output: Quantization,
+    },
+    /// An operator of `crate::ops`.
+    Op(crate::ops::Op),
+}
+
+impl Kind<'_> {
+    /// Requantisation multipliers this operator keeps in the arena.
+    pub(crate) fn channels(&self) -> usize {
+        match self {
+            Kind::Conv { geometry, .. } => geometry.out_c,
+            Kind::FullyConnected { filter_scales, .. } => filter_scales.len(),
+            _ => 0,
+        }
+    }
+
+    /// Multiply-accumulates (or element visits) of one run.
+    pub(crate) fn work(&self) -> Option<u64> {
+        let product = |factors: &[usize]| {
+            factors
+                .iter()
+                .try_fold(1u64, |acc, &f| acc.checked_mul(f as u64))
+        };
+        match *self {
+            Kind::Conv {
+                depthwise,
+                geometry: g,
+                ..
+            } => product(&[
+                g.batches,
+                g.out_h,
+                g.out_w,
+                g.out_c,
+                g.filter_h,
+                g.filter_w,
+                if depthwise { 1 } else { g.in_c },
+            ]),
+            Kind::FullyConnected {
+                batches,
+                depth,
+                units,
+                ..
+            } => product(&[batches, depth, units]),
+            Kind::Pool { geometry: g, .. } => {
+                product(&[g.batches, g.out_h, g.out_w, g.out_c, g.filter_h, g.filter_w])
+            }
+            Kind::Reshape { bytes } => Some(bytes as u64),
+            Kind::Softmax { rows, depth, .. } => product(&[rows, depth]),
+            Kind::Op(ref op) => op.work(),
+        }
+    }
+}
 
 /// `BuiltinOperator` names of TFLite's schema in code order, one space
 /// after each: one string rather than a table of 210 slices saves 1.7 KB

@@ -20,8 +20,9 @@
 //!   input_zero_point * n), multiplier, shift) + output_zero_point` (the
 //!   double-rounding form), clamped to int8.
 
+use super::Prepared;
 use super::{operands, Context, Op};
-use crate::model::{ElementType, Prepared};
+use crate::model::ElementType;
 use crate::quant::ratio;
 use crate::quant::{clamp, multiply_by_quantized_multiplier};
 use crate::schema::options;

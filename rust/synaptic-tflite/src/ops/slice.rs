@@ -25,8 +25,9 @@
 //! a -1 the sizes must add up to the axis.
 
 use super::transpose::{row_major, Gather};
+use super::Prepared;
 use super::{operands, Context, Op};
-use crate::model::{ElementType, Prepared, Tensor, MAX_OPERANDS};
+use crate::model::{ElementType, Tensor, MAX_OPERANDS};
 use crate::schema::{builtin, options};
 use crate::{Error, MAX_RANK};
 

@@ -7,8 +7,8 @@
 //! [`Gather`], the strided copy that runs it, also runs STRIDED_SLICE
 //! (`slice.rs`).
 
+use super::Prepared;
 use super::{operands, Context, Op};
-use crate::model::Prepared;
 use crate::{Error, MAX_RANK};
 
 const SHAPE: Error = Error::Internal("kernel buffer shorter than its shape");

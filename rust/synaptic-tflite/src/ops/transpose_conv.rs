@@ -28,8 +28,9 @@
 //! reference's and the int32 sum wraps (where C++ would overflow), so the
 //! accumulator is the reference's whatever the order.
 
+use super::Prepared;
 use super::{operands, Context, Op};
-use crate::model::{ElementType, Model, Prepared};
+use crate::model::{ElementType, Model};
 use crate::quant::{clamp, multiply_by_quantized_multiplier, product_ratio};
 use crate::schema::options;
 use crate::Error;

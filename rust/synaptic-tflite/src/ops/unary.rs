@@ -19,8 +19,9 @@
 //!   zero_point))` with the product in double, which is exact, so the float
 //!   product rounds the same.
 
+use super::Prepared;
 use super::{int8, operands, Context, Op};
-use crate::model::{Activation, ElementType, Prepared};
+use crate::model::{Activation, ElementType};
 use crate::quant::ratio;
 use crate::quant::{
     activation_range, clamp, multiply_by_quantized_multiplier, quantize_ratio, split,
