@@ -933,17 +933,21 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     Precision::Int16 { wide } => {
                         let q = kernels::Requantize16::new(output, activation, channels, wide);
                         if depthwise {
-                            kernels::depthwise_conv16(
-                                &geometry,
-                                x,
-                                filter,
-                                bias,
-                                &q,
-                                y,
-                                from..end,
-                            )?;
+                            own_frame(|| {
+                                kernels::depthwise_conv16(
+                                    &geometry,
+                                    x,
+                                    filter,
+                                    bias,
+                                    &q,
+                                    y,
+                                    from..end,
+                                )
+                            })?;
                         } else {
-                            kernels::conv16(&geometry, x, filter, bias, &q, y, from..end)?;
+                            own_frame(|| {
+                                kernels::conv16(&geometry, x, filter, bias, &q, y, from..end)
+                            })?;
                         }
                     }
                 }
@@ -964,32 +968,36 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             } => match precision {
                 Precision::Int8 => {
                     let q = kernels::Requantize::new(input, output, activation, channels);
-                    kernels::fully_connected(
-                        batches,
-                        depth,
-                        units,
-                        x,
-                        filter,
-                        -filter_zero_point,
-                        bias,
-                        &q,
-                        y,
-                    )
+                    own_frame(|| {
+                        kernels::fully_connected(
+                            batches,
+                            depth,
+                            units,
+                            x,
+                            filter,
+                            -filter_zero_point,
+                            bias,
+                            &q,
+                            y,
+                        )
+                    })
                 }
                 #[cfg(feature = "ops-16x8")]
                 Precision::Int16 { wide } => {
                     let q = kernels::Requantize16::new(output, activation, channels, wide);
-                    kernels::fully_connected16(
-                        batches,
-                        depth,
-                        units,
-                        x,
-                        filter,
-                        -filter_zero_point,
-                        bias,
-                        &q,
-                        y,
-                    )
+                    own_frame(|| {
+                        kernels::fully_connected16(
+                            batches,
+                            depth,
+                            units,
+                            x,
+                            filter,
+                            -filter_zero_point,
+                            bias,
+                            &q,
+                            y,
+                        )
+                    })
                 }
             },
             Kind::Pool {
@@ -999,7 +1007,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 activation,
             } => {
                 let (act_min, act_max) = quant::activation_range(activation, output);
-                kernels::pool(&geometry, average, act_min, act_max, x, y)
+                own_frame(|| kernels::pool(&geometry, average, act_min, act_max, x, y))
             }
             Kind::Reshape { bytes } => {
                 let src = x.get(..bytes).ok_or(SHAPE)?;
@@ -1012,16 +1020,18 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 beta,
                 input,
                 output,
-            } => crate::ops::softmax::softmax(
-                rows,
-                depth,
-                input.scale,
-                beta,
-                output.scale,
-                output.zero_point,
-                x,
-                y,
-            ),
+            } => own_frame(|| {
+                crate::ops::softmax::softmax(
+                    rows,
+                    depth,
+                    input.scale,
+                    beta,
+                    output.scale,
+                    output.zero_point,
+                    x,
+                    y,
+                )
+            }),
             Kind::Op(ref op) => op.run(inputs, o, y),
         };
         result.map(|()| None)
