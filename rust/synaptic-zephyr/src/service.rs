@@ -146,8 +146,11 @@ extern "C" fn on_idle_timer(_timer: *mut zephyr::raw::k_timer) {
     }
 }
 
-/// Stack of the serving thread: the runtime but the stub NPU lives on it.
-pub const SERVING_STACK: usize = 12 * 1024;
+/// Stack of the serving thread: the runtime but the stub NPU lives on it,
+/// and with the CPU interpreter its parsing, planning and kernels run on it
+/// (Kconfig `SYNAPTIC_SERVING_STACK_SIZE`: 12 KB, 16 KB with the
+/// interpreter).
+pub const SERVING_STACK: usize = zephyr::kconfig::CONFIG_SYNAPTIC_SERVING_STACK_SIZE as usize;
 
 /// The stub NPU's device buffers: the frame slot's input and output.
 type ServiceNpu = StubNpu<ZephyrClock, EXCHANGE_INPUT_SIZE, EXCHANGE_OUTPUT_SIZE>;
