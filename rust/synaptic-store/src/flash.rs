@@ -45,6 +45,18 @@ pub trait Flash {
         let _ = offset;
         Ok(())
     }
+
+    /// The partition's bytes where the CPU reads them in place (memory-
+    /// mapped flash, or a flash simulator's memory), if it can: a device
+    /// that runs a model from its image ([`Store::mapped`]) then reads it
+    /// there. The bytes of a slot change only when the store writes that
+    /// slot, which it never does while the slot is active or the rollback
+    /// target. `None` by default (flash behind a bus, SPI NOR).
+    ///
+    /// [`Store::mapped`]: crate::Store::mapped
+    fn mapped(&self) -> Option<&'static [u8]> {
+        None
+    }
 }
 
 /// A store may borrow its flash (so that a caller keeps it across a
@@ -210,6 +222,11 @@ impl<'a> MemFlash<'a> {
             sector,
             block,
         }
+    }
+
+    /// The raw bytes (for tests that inspect them).
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes
     }
 
     /// The raw bytes (for tests that corrupt or inspect them).

@@ -460,11 +460,8 @@ impl<F: Flash, const M: usize> Store<F, M> {
     ///
     /// [`StoreError::NotFound`], [`StoreError::NoPrevious`], flash errors.
     pub fn rollback(&mut self, name: &str) -> Result<u32, StoreError> {
+        self.previous(name)?;
         let k = self.entry(name)?;
-        let e = self.record.entries[k];
-        if e.previous == NONE || self.verify(k, &e, e.previous).is_err() {
-            return Err(StoreError::NoPrevious);
-        }
         let mut next = self.record;
         let n = &mut next.entries[k];
         core::mem::swap(&mut n.active, &mut n.previous);
@@ -486,6 +483,49 @@ impl<F: Flash, const M: usize> Store<F, M> {
             return Err(StoreError::NotFound);
         }
         self.verify(k, &e, e.active)
+    }
+
+    /// The version [`activate`](Self::activate) would make active: the
+    /// verified update of `name`, checked from flash again.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`], [`StoreError::NothingStaged`], the
+    /// container's errors, flash errors.
+    pub fn staged(&mut self, name: &str) -> Result<Located, StoreError> {
+        let k = self.entry(name)?;
+        let e = self.record.entries[k];
+        if e.staged == NONE || e.staged == e.active {
+            return Err(StoreError::NothingStaged);
+        }
+        self.verify(k, &e, e.staged)
+    }
+
+    /// The version [`rollback`](Self::rollback) would make active, checked
+    /// from flash.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`], [`StoreError::NoPrevious`] (also when it
+    /// fails its check).
+    pub fn previous(&mut self, name: &str) -> Result<Located, StoreError> {
+        let k = self.entry(name)?;
+        let e = self.record.entries[k];
+        if e.previous == NONE {
+            return Err(StoreError::NoPrevious);
+        }
+        self.verify(k, &e, e.previous)
+            .map_err(|_| StoreError::NoPrevious)
+    }
+
+    /// The payload (the `.tflite`) of a located container where the CPU
+    /// reads it in place ([`Flash::mapped`]); `None` when the flash is not
+    /// mapped.
+    pub fn mapped(&self, located: &Located) -> Option<&'static [u8]> {
+        let end = located
+            .payload_offset
+            .checked_add(located.header.payload_len as usize)?;
+        self.flash.mapped()?.get(located.payload_offset..end)
     }
 
     /// Read `buf.len()` payload bytes of a located container from `at`.

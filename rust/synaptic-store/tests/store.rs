@@ -216,3 +216,74 @@ fn power_loss_at_every_flash_operation() {
     assert_eq!(report.cuts, report.operations);
     assert!(report.cuts > 100 && report.second_cuts > 0);
 }
+
+/// A flash the CPU reads in place: [`Flash::mapped`] hands out a copy of
+/// the partition as it is at the call (enough to check where the store
+/// says a payload lies).
+struct Mapped<'a>(MemFlash<'a>);
+
+impl synaptic_store::Flash for Mapped<'_> {
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn sector_size(&self) -> usize {
+        self.0.sector_size()
+    }
+    fn write_block(&self) -> usize {
+        self.0.write_block()
+    }
+    fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), StoreError> {
+        self.0.read(offset, buf)
+    }
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), StoreError> {
+        self.0.write(offset, data)
+    }
+    fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError> {
+        self.0.erase_sector(offset)
+    }
+    fn mapped(&self) -> Option<&'static [u8]> {
+        Some(Vec::leak(self.0.bytes().to_vec()))
+    }
+}
+
+#[test]
+fn staged_previous_and_mapped_payloads() {
+    use synaptic_store::Flash;
+    let mut buf = vec![0xFF; FLASH];
+    let flash = Mapped(MemFlash::new(&mut buf, SECTOR, BLOCK));
+    let layout = Layout::new(&flash, MODELS, SLOT).unwrap();
+    let (mut store, _) = Store::<_, MODELS>::open(flash, layout).unwrap();
+    let payload = |c: &[u8]| c[HEADER_LEN..].to_vec();
+    let (v1, v2) = (container("m", 1, 5000), container("m", 2, 7000));
+    let stream = |store: &mut Store<Mapped<'_>, MODELS>, bytes: &[u8]| {
+        store.begin("m", bytes.len()).unwrap();
+        store.write_chunk(0, bytes).unwrap();
+        store.finish().unwrap();
+    };
+    assert_eq!(store.staged("m").err(), Some(StoreError::NotFound));
+    stream(&mut store, &v1);
+    let staged = store.staged("m").unwrap();
+    assert_eq!(staged.header.version, 1);
+    assert_eq!(store.mapped(&staged).unwrap(), &payload(&v1)[..]);
+    assert_eq!(store.previous("m").err(), Some(StoreError::NoPrevious));
+    store.activate("m").unwrap();
+    assert_eq!(store.staged("m").err(), Some(StoreError::NothingStaged));
+    stream(&mut store, &v2);
+    store.activate("m").unwrap();
+    let (active, previous) = (store.active("m").unwrap(), store.previous("m").unwrap());
+    assert_eq!((active.header.version, previous.header.version), (2, 1));
+    assert_eq!(store.mapped(&active).unwrap(), &payload(&v2)[..]);
+    assert_eq!(store.mapped(&previous).unwrap(), &payload(&v1)[..]);
+    // A previous version that fails its check is no rollback target.
+    let at = previous.payload_offset;
+    store.flash_mut().0.bytes_mut()[at] ^= 1;
+    assert_eq!(store.previous("m").err(), Some(StoreError::NoPrevious));
+    assert_eq!(store.rollback("m"), Err(StoreError::NoPrevious));
+    // Not mapped: no payload in place.
+    let mut plain = vec![0xFF; FLASH];
+    let mut store = open(&mut plain).unwrap().0;
+    install(&mut store, "m", &v1, 4096).unwrap();
+    let active = store.active("m").unwrap();
+    assert!(store.mapped(&active).is_none());
+    assert!(store.flash_mut().mapped().is_none());
+}
