@@ -425,6 +425,11 @@ pub fn earliest_finish(query: &PlacementQuery) -> Option<Device> {
         .min_by_key(|d| query.finish_us(*d))
 }
 
+/// Stack bytes of [`TfliteDevice`]'s `can_run` plan: the exact plan of a
+/// model of up to 128 tensors (the MLPerf Tiny networks have at most 90),
+/// else the plan's upper bound.
+const CHECK_SCRATCH: usize = 128 * 16;
+
 /// A [`TfliteDevice`] arena split: the plan's part, the output, the staged input.
 type Parts<'x> = (&'x mut [u8], &'x mut [u8], &'x mut [u8]);
 
@@ -519,6 +524,26 @@ impl<'d> TfliteDevice<'d> {
     /// Inferences run so far (failed ones included).
     pub fn invoke_count(&self) -> u32 {
         self.invokes
+    }
+
+    /// `model` parsed, its tensors checked against its image.
+    fn resident(model: &NpuModel) -> Result<Resident, NpuError> {
+        for t in [model.input, model.output] {
+            if t.dtype != DType::Int8 {
+                return Err(NpuError::UnsupportedDtype(t.dtype));
+            }
+        }
+        let parsed = Model::parse(model.image).map_err(|_| NpuError::InvalidImage)?;
+        let (input_len, output_len) = Self::io_len(&parsed)?;
+        if input_len != model.input.byte_len() || output_len != model.output.byte_len() {
+            return Err(NpuError::InvalidImage);
+        }
+        Ok(Resident {
+            id: model.id,
+            model: parsed,
+            input_len,
+            output_len,
+        })
     }
 
     /// Bytes of the model's first input and first output.
@@ -638,24 +663,33 @@ impl NpuDevice for TfliteDevice<'_> {
         self.state
     }
 
+    /// The interpreter's own check, in whatever state: the tensors int8,
+    /// the image parsed (every operator supported), its first input and
+    /// output the registered sizes, and its plan (made on the stack, not in
+    /// the arena: a run in flight keeps it) within the arena with them.
+    fn can_run(&self, model: &NpuModel) -> Result<(), NpuError> {
+        let r = Self::resident(model)?;
+        let mut scratch = [0u8; CHECK_SCRATCH];
+        let plan = match Interpreter::arena_needed(&r.model, &mut scratch) {
+            Ok(needed) => needed,
+            // More tensors than the scratch holds: the plan's bound.
+            Err(synaptic_tflite::Error::ArenaTooSmall { .. }) => {
+                match Interpreter::new(&r.model, &mut []) {
+                    Err(synaptic_tflite::Error::ArenaTooSmall { needed, .. }) => needed,
+                    _ => return Err(NpuError::InvalidImage),
+                }
+            }
+            Err(_) => return Err(NpuError::InvalidImage),
+        };
+        match plan.checked_add(r.input_len + r.output_len) {
+            Some(needed) if needed <= self.arena.len() => Ok(()),
+            _ => Err(NpuError::ModelTooLarge),
+        }
+    }
+
     fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError> {
         self.expect(NpuState::Idle)?;
-        for t in [model.input, model.output] {
-            if t.dtype != DType::Int8 {
-                return Err(NpuError::UnsupportedDtype(t.dtype));
-            }
-        }
-        let parsed = Model::parse(model.image).map_err(|_| NpuError::InvalidImage)?;
-        let (input_len, output_len) = Self::io_len(&parsed)?;
-        if input_len != model.input.byte_len() || output_len != model.output.byte_len() {
-            return Err(NpuError::InvalidImage);
-        }
-        let resident = Resident {
-            id: model.id,
-            model: parsed,
-            input_len,
-            output_len,
-        };
+        let resident = Self::resident(model)?;
         // Plan once now, so a too-small arena is refused at load time.
         let (plan, _, _) = self.split(&resident)?;
         Interpreter::new(&resident.model, plan).map_err(|_| NpuError::ModelTooLarge)?;

@@ -232,6 +232,32 @@ pub trait NpuDevice {
     /// [`NpuError::UnsupportedDtype`] when the device cannot run it.
     fn load_model(&mut self, model: &NpuModel) -> Result<(), NpuError>;
 
+    /// Whether the device could run `model` (a check, nothing loaded):
+    /// what a new version must pass before it replaces one the device
+    /// serves. By default its tensors against [`capabilities`]: element
+    /// types and sizes; a device that reads the image checks the image.
+    ///
+    /// # Errors
+    ///
+    /// As [`load_model`](Self::load_model) for a model it cannot run.
+    ///
+    /// [`capabilities`]: Self::capabilities
+    fn can_run(&self, model: &NpuModel) -> Result<(), NpuError> {
+        let caps = self.capabilities();
+        for (t, max) in [
+            (model.input, caps.max_input_bytes),
+            (model.output, caps.max_output_bytes),
+        ] {
+            if caps.dtype_mask & NpuCapabilities::dtype_bit(t.dtype) == 0 {
+                return Err(NpuError::UnsupportedDtype(t.dtype));
+            }
+            if t.byte_len() > max {
+                return Err(NpuError::ModelTooLarge);
+            }
+        }
+        Ok(())
+    }
+
     /// Drops the resident model (no-op without one).
     fn unload_model(&mut self);
 
@@ -384,6 +410,14 @@ macro_rules! forward_npu_device {
     (@ $f:tt state) => {
         fn state(&self) -> $crate::npu::NpuState {
             self.$f.state()
+        }
+    };
+    (@ $f:tt can_run) => {
+        fn can_run(
+            &self,
+            model: &$crate::npu::NpuModel,
+        ) -> ::core::result::Result<(), $crate::npu::NpuError> {
+            self.$f.can_run(model)
         }
     };
     (@ $f:tt load_model) => {

@@ -671,3 +671,56 @@ fn the_sliced_device_gives_the_synchronous_output_and_can_be_aborted() {
     assert_eq!(DONE.load(Ordering::SeqCst), 109);
     cpu.clear_error().unwrap();
 }
+
+/// `can_run` is `load_model`'s verdict without loading anything, in any
+/// state: what a new version must pass before it replaces a served one.
+#[test]
+fn can_run_checks_what_load_model_would_without_loading() {
+    use synaptic_runtime::npu::NpuModel;
+    let model = |image: &'static [u8], input: usize, dtype: DType| NpuModel {
+        id: 7,
+        input: TensorMeta::vector(dtype, input).unwrap(),
+        output: TensorMeta::vector(DType::Int8, 4).unwrap(),
+        flash_offset: 0,
+        flash_size: image.len() as u32,
+        image,
+    };
+    let speech = model(MICRO_SPEECH, 1960, DType::Int8);
+    let mut arena = vec![0u8; 16 * 1024];
+    let mut cpu = TfliteDevice::new(&mut arena);
+    // Off, and then with nothing resident: a check, not a load.
+    assert_eq!(cpu.can_run(&speech), Ok(()));
+    cpu.init().unwrap();
+    assert_eq!(cpu.can_run(&speech), Ok(()));
+    assert_eq!(cpu.loaded_model(), None);
+    let refused = [
+        (model(MICRO_SPEECH, 1960, DType::Float32), "a float input"),
+        (model(MICRO_SPEECH, 1961, DType::Int8), "an input of another size"),
+        (model(&MICRO_SPEECH[..1000], 1960, DType::Int8), "a cut image"),
+        (model(&[], 1960, DType::Int8), "no image"),
+    ];
+    for (m, what) in &refused {
+        assert!(cpu.can_run(m).is_err(), "{what} accepted");
+        assert!(cpu.load_model(m).is_err(), "{what} loaded");
+    }
+    assert_eq!(
+        cpu.can_run(&model(leak(b"not a flatbuffer".to_vec()), 1960, DType::Int8)),
+        Err(NpuError::InvalidImage)
+    );
+    // Too small an arena: refused as too large, as load_model does.
+    let mut small = vec![0u8; 4 * 1024];
+    let mut tight = TfliteDevice::new(&mut small);
+    tight.init().unwrap();
+    assert_eq!(tight.can_run(&speech), Err(NpuError::ModelTooLarge));
+    assert_eq!(tight.load_model(&speech), Err(NpuError::ModelTooLarge));
+    // The person detector fits the bound in an arena load_model takes.
+    let mut big = vec![0u8; 96 * 1024];
+    let mut cpu = TfliteDevice::new(&mut big);
+    cpu.init().unwrap();
+    let person = NpuModel {
+        output: TensorMeta::vector(DType::Int8, 2).unwrap(),
+        ..model(PERSON_DETECT, 96 * 96, DType::Int8)
+    };
+    assert_eq!(cpu.can_run(&person), Ok(()));
+    assert_eq!(cpu.load_model(&person), Ok(()));
+}

@@ -107,7 +107,7 @@ impl TimedStub {
 }
 
 impl NpuDevice for TimedStub {
-    synaptic_runtime::forward_npu_device!(stub: init, deinit, state, unload_model, loaded_model,
+    synaptic_runtime::forward_npu_device!(stub: init, deinit, state, can_run, unload_model, loaded_model,
         set_input, get_output, suspend, resume, clear_error, last_run);
     fn capabilities(&self) -> NpuCapabilities {
         NpuCapabilities {

@@ -416,16 +416,10 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     pub fn new(model: &'m Model<'m>, arena: &'a mut [u8]) -> Result<Self, Error> {
         let tensors = model.tensor_count();
         let operators = model.operator_count();
-        let mut channels = 0usize;
-        for k in 0..operators {
-            channels += model.prepare(k)?.kind.channels();
-        }
-        let records = tensors * TENSOR_RECORD + operators * OPERATOR_RECORD;
-        let bookkeeping = align(records + channels * CHANNEL_RECORD).ok_or(Error::TooLarge)?;
-        let unshared = Self::unshared(model)?;
+        let bookkeeping = Self::bookkeeping(model)?;
         if arena.len() < bookkeeping {
             return Err(Error::ArenaTooSmall {
-                needed: bookkeeping + unshared,
+                needed: bookkeeping + Self::unshared(model)?,
                 available: arena.len(),
             });
         }
@@ -737,6 +731,53 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// Arena bytes this model needs: bookkeeping plus the activations' peak.
     pub fn arena_required(&self) -> usize {
         self.required
+    }
+
+    /// The arena bytes [`Interpreter::new`] needs for `model`, exact,
+    /// planned in `scratch` (16 bytes per tensor of the model, a tensor's
+    /// lifetime record), without an arena: to check that a model fits one
+    /// that is in use.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ArenaTooSmall`] when `scratch` is short (`needed` is then
+    /// the scratch's size); the model's refusals as [`Interpreter::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use synaptic_tflite::{Error, Interpreter, Model};
+    /// # let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/micro_speech.tflite")).unwrap();
+    /// let model = Model::parse(&bytes)?;
+    /// let mut scratch = [0u8; 16 * 16];
+    /// let needed = Interpreter::arena_needed(&model, &mut scratch)?;
+    /// let mut arena = vec![0u8; needed];
+    /// assert_eq!(Interpreter::new(&model, &mut arena)?.arena_required(), needed);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn arena_needed(model: &Model<'_>, scratch: &mut [u8]) -> Result<usize, Error> {
+        let tensors = model.tensor_count();
+        let records = tensors * TENSOR_RECORD;
+        let available = scratch.len();
+        let scratch = scratch.get_mut(..records).ok_or(Error::ArenaTooSmall {
+            needed: records,
+            available,
+        })?;
+        let bookkeeping = Self::bookkeeping(model)?;
+        Self::lifetimes(model, scratch)?;
+        Ok(bookkeeping + Self::plan(tensors, scratch)?)
+    }
+
+    /// Bytes of the plan's records in front of the activations: one per
+    /// tensor and operator, and the per-channel requantisation, aligned.
+    fn bookkeeping(model: &Model<'_>) -> Result<usize, Error> {
+        let operators = model.operator_count();
+        let mut channels = 0usize;
+        for k in 0..operators {
+            channels += model.prepare(k)?.kind.channels();
+        }
+        let records = model.tensor_count() * TENSOR_RECORD + operators * OPERATOR_RECORD;
+        align(records + channels * CHANNEL_RECORD).ok_or(Error::TooLarge)
     }
 
     /// The byte range of tensor `t` in the arena.

@@ -828,8 +828,8 @@ impl<D: NpuDevice> Observed<D> {
 impl<D: NpuDevice> NpuDevice for Observed<D> {
     // Everything but the output is the device's own; `abort` too, so that
     // the sliced CPU device stops a cancelled job's run.
-    synaptic_runtime::forward_npu_device!(device: init, deinit, capabilities, state, load_model,
-        unload_model, loaded_model, set_input, invoke, invoke_async, poll, suspend, resume,
+    synaptic_runtime::forward_npu_device!(device: init, deinit, capabilities, state, can_run,
+        load_model, unload_model, loaded_model, set_input, invoke, invoke_async, poll, suspend, resume,
         clear_error, abort, last_run);
     fn get_output(&mut self, output: &mut [u8]) -> Result<usize, NpuError> {
         let n = self.device.get_output(output)?;

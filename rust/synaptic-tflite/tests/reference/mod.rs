@@ -82,6 +82,13 @@ pub fn check_model(path: &Path, tally: &mut Tally) {
     let mut arena = vec![0u8; needed];
     let mut interpreter = Interpreter::new(&model, &mut arena).expect("the arena it asked for");
     tally.arena = tally.arena.max(interpreter.arena_required());
+    // The plan made without an arena is the same.
+    let mut scratch = vec![0u8; 16 * model.tensor_count()];
+    assert_eq!(
+        Interpreter::arena_needed(&model, &mut scratch).ok(),
+        Some(interpreter.arena_required()),
+        "{name}: arena_needed"
+    );
     for line in expect.lines().filter(|l| !l.starts_with('#')) {
         let mut fields = line.split(' ');
         let k: u32 = fields.next().unwrap().parse().unwrap();
