@@ -695,8 +695,14 @@ fn can_run_checks_what_load_model_would_without_loading() {
     assert_eq!(cpu.loaded_model(), None);
     let refused = [
         (model(MICRO_SPEECH, 1960, DType::Float32), "a float input"),
-        (model(MICRO_SPEECH, 1961, DType::Int8), "an input of another size"),
-        (model(&MICRO_SPEECH[..1000], 1960, DType::Int8), "a cut image"),
+        (
+            model(MICRO_SPEECH, 1961, DType::Int8),
+            "an input of another size",
+        ),
+        (
+            model(&MICRO_SPEECH[..1000], 1960, DType::Int8),
+            "a cut image",
+        ),
         (model(&[], 1960, DType::Int8), "no image"),
     ];
     for (m, what) in &refused {
@@ -704,7 +710,11 @@ fn can_run_checks_what_load_model_would_without_loading() {
         assert!(cpu.load_model(m).is_err(), "{what} loaded");
     }
     assert_eq!(
-        cpu.can_run(&model(leak(b"not a flatbuffer".to_vec()), 1960, DType::Int8)),
+        cpu.can_run(&model(
+            leak(b"not a flatbuffer".to_vec()),
+            1960,
+            DType::Int8
+        )),
         Err(NpuError::InvalidImage)
     );
     // Too small an arena: refused as too large, as load_model does.
