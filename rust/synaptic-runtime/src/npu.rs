@@ -248,7 +248,7 @@ pub trait NpuDevice {
             (model.input, caps.max_input_bytes),
             (model.output, caps.max_output_bytes),
         ] {
-            if caps.dtype_mask & NpuCapabilities::dtype_bit(t.dtype) == 0 {
+            if !caps.supports(t.dtype) {
                 return Err(NpuError::UnsupportedDtype(t.dtype));
             }
             if t.byte_len() > max {

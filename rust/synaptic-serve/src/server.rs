@@ -47,7 +47,8 @@ use synaptic_abi::{
 use synaptic_ipc::{Inbox, Semaphore, Timeout};
 use synaptic_runtime::arena::TensorMeta;
 use synaptic_runtime::arena::TensorRef;
-use synaptic_runtime::npu::NpuDevice;
+use synaptic_runtime::device::{Device, DeviceMask};
+use synaptic_runtime::npu::{NpuDevice, NpuError, NpuModel};
 use synaptic_runtime::pipeline::{PipelineError, PipelineId, PipelinePool, Step};
 use synaptic_runtime::prof::Profiler;
 use synaptic_runtime::registry::{ModelDesc, ModelHandle, Registry, RegistryError};
@@ -127,6 +128,12 @@ pub enum ServeError {
     Update(Errno),
     /// A `MODEL_UPDATE` whose `update_op` names no step (`-EINVAL`).
     UnknownUpdateOp(u32),
+    /// No device that serves the model could run its new version (the
+    /// element types, the sizes, for the CPU interpreter the operators,
+    /// its arena, an image it can read): the activation is refused and the
+    /// served version keeps serving (`-ENOEXEC`). The last device's
+    /// refusal.
+    Unrunnable(NpuError),
 }
 
 impl ServeError {
@@ -152,6 +159,7 @@ impl ServeError {
             ServeError::Backlog => Errno::Again,
             ServeError::Update(e) => e,
             ServeError::UnknownUpdateOp(_) => Errno::Inval,
+            ServeError::Unrunnable(_) => Errno::NoExec,
         }
     }
 
@@ -165,6 +173,7 @@ impl ServeError {
                 | ServeError::ExportsFull
                 | ServeError::Backlog
                 | ServeError::Update(_)
+                | ServeError::Unrunnable(_)
         )
     }
 }
@@ -545,25 +554,14 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         Npu: NpuDevice,
     {
         let index = self.export_index(model).ok_or(ServeError::NotExported)?;
+        let desc = self.successor(index, desc, rt)?;
         let Export {
             serving: old,
             pipeline: old_pipeline,
-            retiring,
             ..
         } = self.exports[index];
-        if retiring.is_some() {
-            return Err(ServeError::Busy);
-        }
-        if rt.registry.info(old)?.name.as_str() != desc.name {
-            return Err(ServeError::BadName);
-        }
-        if desc.input.byte_len() > EXCHANGE_INPUT_SIZE
-            || desc.output.byte_len() > EXCHANGE_OUTPUT_SIZE
-        {
-            return Err(ServeError::ModelTooLarge);
-        }
         rt.registry.supersede(old)?;
-        let new = match rt.registry.register(desc) {
+        let new = match rt.registry.register(&desc) {
             Ok(new) => new,
             Err(e) => {
                 let _ = rt.registry.reinstate(old);
@@ -585,6 +583,81 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         self.retiring = true;
         self.retire(rt);
         Ok(new)
+    }
+
+    /// `desc` as export `index`'s next version registers it, on the
+    /// devices the served version runs on that `desc` offers and that can
+    /// run it ([`NpuDevice::can_run`]): what [`replace`](Self::replace)
+    /// checks, and `MODEL_UPDATE` before the store activates anything.
+    ///
+    /// # Errors
+    ///
+    /// As [`replace`](Self::replace) before it changes anything:
+    /// [`ServeError::Busy`], [`ServeError::BadName`],
+    /// [`ServeError::ModelTooLarge`], [`ServeError::Unrunnable`].
+    fn successor<
+        'd,
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
+        &self,
+        index: usize,
+        desc: &ModelDesc<'d>,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
+    ) -> Result<ModelDesc<'d>, ServeError>
+    where
+        Npu: NpuDevice,
+    {
+        let export = &self.exports[index];
+        if export.retiring.is_some() {
+            return Err(ServeError::Busy);
+        }
+        let served = rt.registry.info(export.serving)?;
+        if served.name.as_str() != desc.name {
+            return Err(ServeError::BadName);
+        }
+        if desc.input.byte_len() > EXCHANGE_INPUT_SIZE
+            || desc.output.byte_len() > EXCHANGE_OUTPUT_SIZE
+        {
+            return Err(ServeError::ModelTooLarge);
+        }
+        let model = NpuModel {
+            id: 0,
+            input: desc.input,
+            output: desc.output,
+            flash_offset: desc.flash_offset,
+            flash_size: desc.flash_size,
+            image: desc.image,
+        };
+        // A device the new version does not offer (the CPU interpreter
+        // without an image in place) cannot run it either.
+        let mut refusal = NpuError::InvalidImage;
+        let mut devices = DeviceMask::NONE;
+        for device in Device::ALL {
+            if !(served.devices.contains(device) && desc.devices.contains(device)) {
+                continue;
+            }
+            let verdict = match device {
+                Device::Npu => rt.npu.can_run(&model),
+                Device::CpuInterpreter => match rt.cpu.as_deref() {
+                    Some(cpu) => cpu.can_run(&model),
+                    None => Err(NpuError::WrongState(synaptic_runtime::npu::NpuState::Off)),
+                },
+            };
+            match verdict {
+                Ok(()) => devices = devices.with(DeviceMask::of(device)),
+                Err(e) => refusal = e,
+            }
+        }
+        if devices.is_empty() {
+            return Err(ServeError::Unrunnable(refusal));
+        }
+        Ok(ModelDesc { devices, ..*desc })
     }
 
     /// Retire every replaced version no job uses any more (see
@@ -1129,6 +1202,14 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 let header = exchange.read_header();
                 let name =
                     core::str::from_utf8(header.model_name()?).map_err(|_| ServeError::BadName)?;
+                // The update writes the slot of the version before the
+                // served one, which a previous swap's old version may
+                // still run from (in place): not until it is retired.
+                if let Some(e) = self.served_export(name, rt.registry) {
+                    if self.exports[e].retiring.is_some() {
+                        return Err(ServeError::Update(Errno::Busy));
+                    }
+                }
                 updates
                     .begin(name, arg as usize)
                     .map_err(ServeError::Update)?;
@@ -1142,14 +1223,15 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             synaptic_abi::UPDATE_OP_ROLLBACK => true,
             op => return Err(ServeError::UnknownUpdateOp(op)),
         };
-        // A served model whose previous swap still runs cannot take
-        // another: refused before the store changes.
-        if let Some(name) = updates.target(back) {
-            if let Some(e) = self.served_export(&name, rt.registry) {
-                if self.exports[e].retiring.is_some() {
-                    return Err(ServeError::Update(Errno::Busy));
-                }
-            }
+        // A served model takes the new version only if some device that
+        // serves it can run it, and not while its previous swap still
+        // runs: refused before the store changes.
+        let next = updates.next(back).map_err(ServeError::Update)?;
+        if let Some(e) = self.served_export(&next.name, rt.registry) {
+            self.successor(e, &next.desc(), rt).map_err(|e| match e {
+                ServeError::Busy => ServeError::Update(Errno::Busy),
+                e => e,
+            })?;
         }
         let activated = if back {
             updates.rollback()

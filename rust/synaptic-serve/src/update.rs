@@ -41,12 +41,23 @@ pub struct Activated {
     pub flash_size: u32,
     /// CRC-32 of the payload.
     pub crc32: u32,
+    /// The payload where CPU0 reads it in place (the store's flash is
+    /// memory-mapped: `synaptic_store::Flash::mapped`); empty when not.
+    pub image: &'static [u8],
 }
 
 impl Activated {
-    /// The version as the registry takes it: for the NPU, its image in
-    /// flash (the device loads it from there).
+    /// The version as the registry takes it, on every device that could
+    /// take it: the NPU (it loads the image from flash), and the CPU
+    /// interpreter when CPU0 reads the image in place. The serving layer
+    /// keeps those of them the served version had and that can run it
+    /// ([`Server::replace`](crate::Server::replace)).
     pub fn desc(&self) -> ModelDesc<'_> {
+        let cpu = if self.image.is_empty() {
+            DeviceMask::NONE
+        } else {
+            DeviceMask::CPU_INTERPRETER
+        };
         ModelDesc {
             name: &self.name,
             version: self.version,
@@ -56,8 +67,8 @@ impl Activated {
             flash_size: self.flash_size,
             sram_needed: 0,
             crc32: self.crc32,
-            devices: DeviceMask::NPU,
-            image: &[],
+            devices: DeviceMask::NPU.with(cpu),
+            image: self.image,
         }
     }
 }
@@ -71,9 +82,10 @@ pub trait ModelUpdates {
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Errno>;
     /// Every byte is in: verify the container from flash.
     fn finish(&mut self) -> Result<(), Errno>;
-    /// The model [`activate`](Self::activate) would switch (a verified
-    /// update's), or [`rollback`](Self::rollback) with `back`.
-    fn target(&self, back: bool) -> Option<String<MAX_NAME_LEN>>;
+    /// The version [`activate`](Self::activate) would make active (with
+    /// `back`, [`rollback`](Self::rollback)), checked from flash: what the
+    /// serving layer checks before the store changes.
+    fn next(&mut self, back: bool) -> Result<Activated, Errno>;
     /// Make the verified update the active version.
     fn activate(&mut self) -> Result<Activated, Errno>;
     /// Make the last activated model's previous version active again.
@@ -120,8 +132,9 @@ fn meta(shape: &TensorShape) -> Result<TensorMeta, Errno> {
 }
 
 #[cfg(feature = "store")]
-/// The active version of a container the store located.
-fn activated(located: &Located) -> Result<Activated, Errno> {
+/// A version of a container the store located, its image in place
+/// (`image`: empty when the flash is not mapped).
+fn activated(located: &Located, image: Option<&'static [u8]>) -> Result<Activated, Errno> {
     let h = &located.header;
     Ok(Activated {
         name: String::try_from(h.name()).map_err(|()| Errno::Inval)?,
@@ -131,6 +144,7 @@ fn activated(located: &Located) -> Result<Activated, Errno> {
         flash_offset: u32::try_from(located.payload_offset).map_err(|_| Errno::Range)?,
         flash_size: h.payload_len,
         crc32: h.payload_crc,
+        image: image.unwrap_or(&[]),
     })
 }
 
@@ -146,6 +160,18 @@ impl<'s, F: Flash, const M: usize> StoreUpdates<'s, F, M> {
     /// Updates of `store`, through `ota`.
     pub fn new(store: &'s mut Store<F, M>, ota: &'s mut Ota) -> Self {
         StoreUpdates { store, ota }
+    }
+
+    /// The model [`activate`](ModelUpdates::activate) would switch (a
+    /// verified update's), or [`rollback`](ModelUpdates::rollback) with
+    /// `back`.
+    fn target(&self, back: bool) -> Option<String<MAX_NAME_LEN>> {
+        let name = if back {
+            self.ota.last_activated()
+        } else {
+            self.ota.ready()
+        };
+        name.and_then(|n| String::try_from(n).ok())
     }
 }
 
@@ -168,13 +194,15 @@ impl<F: Flash, const M: usize> ModelUpdates for StoreUpdates<'_, F, M> {
         self.ota.finish(self.store).map(drop).map_err(ota_errno)
     }
 
-    fn target(&self, back: bool) -> Option<String<MAX_NAME_LEN>> {
-        let name = if back {
-            self.ota.last_activated()
+    fn next(&mut self, back: bool) -> Result<Activated, Errno> {
+        let name = self.target(back).ok_or(if back { Errno::NoEnt } else { Errno::Perm })?;
+        let located = if back {
+            self.store.previous(&name)
         } else {
-            self.ota.ready()
+            self.store.staged(&name)
         };
-        name.and_then(|n| String::try_from(n).ok())
+        let located = located.map_err(|e| ota_errno(e.into()))?;
+        activated(&located, self.store.mapped(&located))
     }
 
     fn activate(&mut self) -> Result<Activated, Errno> {
@@ -192,6 +220,6 @@ impl<F: Flash, const M: usize> ModelUpdates for StoreUpdates<'_, F, M> {
     /// The model's active version, its CRC checked from flash.
     fn active(&mut self, name: &str) -> Result<Activated, Errno> {
         let located = self.store.active(name).map_err(|e| ota_errno(e.into()))?;
-        activated(&located)
+        activated(&located, self.store.mapped(&located))
     }
 }

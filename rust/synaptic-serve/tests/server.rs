@@ -1741,7 +1741,7 @@ mod update {
     }
 
     #[test]
-    fn an_activation_waits_while_the_previous_swaps_old_version_still_runs() {
+    fn an_update_waits_while_the_previous_swaps_old_version_still_runs() {
         with_store(|h| {
             // A request on version 1, accepted and not yet run.
             h.stage(h.kws.raw(), KWS_IN as u32, 4);
@@ -1750,7 +1750,14 @@ mod update {
             h.stream(&container(2, &payload(2, 100)));
             assert_eq!(h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None), 2);
             assert!(h.server.is_retiring());
-            h.stream(&container(3, &payload(3, 100)));
+            // The next update would write the slot version 1 runs from.
+            let v3 = container(3, &payload(3, 100));
+            assert_eq!(h.stream(&v3)[0], Errno::Busy.negative());
+            // Version 3 staged outside MODEL_UPDATE (the shell) waits too.
+            let store = h.rt.updates.as_deref_mut().expect("a store");
+            store.begin("kws", v3.len()).unwrap();
+            store.write(0, &v3).unwrap();
+            store.finish().unwrap();
             assert_eq!(
                 h.step(42, UPDATE_OP_ACTIVATE, 0, &[], None),
                 Errno::Busy.negative()
@@ -1759,6 +1766,40 @@ mod update {
             assert_eq!(h.output(KWS_OUT), want, "finished on version 1");
             // The store kept version 3 verified: activated now.
             assert_eq!(h.step(43, UPDATE_OP_ACTIVATE, 0, &[], None), 3);
+        });
+    }
+
+    /// A version no device serving the model can run (float tensors for a
+    /// model the stub NPU serves as int8) is refused before the store
+    /// changes, with its own errno, and the served version keeps serving.
+    #[test]
+    fn an_update_no_serving_device_can_run_is_refused_before_the_store_changes() {
+        with_store(|h| {
+            let float = TensorShape {
+                dtype: 0,
+                ..TensorShape::int8(&[49, 10])
+            };
+            let bytes = payload(2, 300);
+            let header = Header::new("kws", 2, &bytes, float, TensorShape::int8(&[12])).unwrap();
+            let v2 = [header.encode().as_slice(), &bytes].concat();
+            assert_eq!(h.stream(&v2).last(), Some(&0), "the container is sound");
+            let store = h.rt.updates.as_deref_mut().expect("a store");
+            let before = store.active("kws");
+            assert_eq!(
+                h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            let store = h.rt.updates.as_deref_mut().expect("a store");
+            assert_eq!(store.active("kws"), before, "the store changed");
+            assert_eq!(store.next(false).map(|v| v.version), Ok(2), "still staged");
+            assert!(!h.server.is_retiring());
+            assert_eq!(h.rt.registry.find("kws"), Ok(h.kws));
+            let want = h.kws_output(h.kws, 5);
+            assert_eq!(h.infer_kws(5), want);
+            // A sound version after it is taken.
+            h.stream(&container(3, &payload(3, 300)));
+            assert_eq!(h.step(42, UPDATE_OP_ACTIVATE, 0, &[], None), 3);
+            assert_eq!(h.server.stats().violations, 0);
         });
     }
 

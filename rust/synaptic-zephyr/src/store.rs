@@ -253,8 +253,8 @@ pub mod ota {
             with_updates(|u| u.finish())
         }
 
-        fn target(&self, back: bool) -> Option<heapless::String<MAX_NAME_LEN>> {
-            with_updates(|u| Ok(u.target(back))).ok().flatten()
+        fn next(&mut self, back: bool) -> Result<Activated, Errno> {
+            with_updates(|u| u.next(back))
         }
 
         fn activate(&mut self) -> Result<Activated, Errno> {
