@@ -272,7 +272,26 @@ def autoencoder():
     )
 
 
-BUILDERS = {"vww": vww, "resnet8": resnet8, "dscnn": dscnn, "autoencoder": autoencoder}
+def speech_v2():
+    """Not an MLPerf network: the keyword spotter's second version that the
+    store tests stream to CPU0 (tests/service), with micro_speech's input and
+    output (int8 1x1960 features, 49 frames x 40, -> int8 1x4 scores) and
+    other weights and layers: conv 8 10x8 s2 (ReLU), flatten, dense 4,
+    softmax."""
+    inp = keras.Input((1960,), batch_size=1)
+    x = layers.Reshape((49, 40, 1))(inp)
+    x = layers.Conv2D(8, (10, 8), strides=2, padding="same", activation="relu")(x)
+    x = layers.Flatten()(x)
+    out = layers.Dense(4, activation="softmax")(x)
+    return Net(
+        keras.Model(inp, out),
+        lambda rng, n: with_noise(rng, rng.uniform(0.0, 26.0, size=(n, 1960))).astype(np.float32),
+        ["RESHAPE", "CONV_2D", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"],
+        "the store tests' keyword spotter version 2: conv 8 10x8 s2, dense 4",
+    )
+
+
+BUILDERS = {"vww": vww, "resnet8": resnet8, "dscnn": dscnn, "autoencoder": autoencoder, "speech_v2": speech_v2}
 
 
 # -- converting and checking ----------------------------------------------------

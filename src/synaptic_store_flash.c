@@ -5,8 +5,12 @@
  */
 
 #include <errno.h>
+#include <zephyr/device.h>
 #include <zephyr/devicetree.h>
 #include <zephyr/drivers/flash.h>
+#ifdef CONFIG_FLASH_SIMULATOR
+#include <zephyr/drivers/flash/flash_simulator.h>
+#endif
 #include <zephyr/storage/flash_map.h>
 #include <synaptic/syn_platform.h>
 #include <synaptic/syn_store_flash.h>
@@ -20,6 +24,28 @@ BUILD_ASSERT(DT_NODE_HAS_COMPAT(DT_PARENT(SYN_STORE_NODE), fixed_partitions),
 #define SYN_STORE_FLASH DT_GPARENT(SYN_STORE_NODE)
 
 static const struct flash_area *syn_store_area;
+
+/* Where CPU0 reads the open partition in place, or NULL. */
+static const uint8_t *syn_store_mapped(void)
+{
+#if !defined(CONFIG_SYNAPTIC_STORE_MAPPED)
+	return NULL;
+#elif DT_NODE_HAS_COMPAT(DT_PARENT(SYN_STORE_FLASH), zephyr_sim_flash) && \
+	defined(CONFIG_FLASH_SIMULATOR)
+	size_t size;
+	const uint8_t *memory =
+		flash_simulator_get_memory(DEVICE_DT_GET(DT_PARENT(SYN_STORE_FLASH)), &size);
+
+	if (memory == NULL || syn_store_area->fa_off + syn_store_area->fa_size > size) {
+		return NULL;
+	}
+	return memory + syn_store_area->fa_off;
+#elif DT_SAME_NODE(SYN_STORE_FLASH, DT_CHOSEN(zephyr_flash))
+	return (const uint8_t *)(CONFIG_FLASH_BASE_ADDRESS + syn_store_area->fa_off);
+#else
+	return NULL;
+#endif
+}
 
 int syn_store_flash_open(struct syn_store_flash_info *info)
 {
@@ -37,6 +63,7 @@ int syn_store_flash_open(struct syn_store_flash_info *info)
 	info->erase_block = DT_PROP(SYN_STORE_FLASH, erase_block_size);
 	info->write_block = DT_PROP(SYN_STORE_FLASH, write_block_size);
 	info->park_cpu1 = syn_dt_store_in_cpu1_bank || IS_ENABLED(CONFIG_SYNAPTIC_STORE_PARK_CPU1);
+	info->mapped = syn_store_mapped();
 	return 0;
 }
 

@@ -25,6 +25,11 @@ struct syn_store_flash_info {
 	 *  `flash-bank` of chosen synaptic,cpu1-image), or
 	 *  CONFIG_SYNAPTIC_STORE_PARK_CPU1 asks for parks everywhere. */
 	uint32_t park_cpu1;
+	/** Where CPU0 reads the partition in place (CONFIG_SYNAPTIC_STORE_MAPPED:
+	 *  the flash simulator's memory, or the partition's address in the
+	 *  memory-mapped flash zephyr,flash names), NULL where it cannot. The
+	 *  CPU interpreter runs a stored version from there. */
+	const uint8_t *mapped;
 };
 
 /** Open the partition (once; later calls only report). */

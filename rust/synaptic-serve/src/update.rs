@@ -195,7 +195,9 @@ impl<F: Flash, const M: usize> ModelUpdates for StoreUpdates<'_, F, M> {
     }
 
     fn next(&mut self, back: bool) -> Result<Activated, Errno> {
-        let name = self.target(back).ok_or(if back { Errno::NoEnt } else { Errno::Perm })?;
+        let name = self
+            .target(back)
+            .ok_or(if back { Errno::NoEnt } else { Errno::Perm })?;
         let located = if back {
             self.store.previous(&name)
         } else {

@@ -46,15 +46,17 @@ pub trait Flash {
         Ok(())
     }
 
-    /// The partition's bytes where the CPU reads them in place (memory-
-    /// mapped flash, or a flash simulator's memory), if it can: a device
-    /// that runs a model from its image ([`Store::mapped`]) then reads it
-    /// there. The bytes of a slot change only when the store writes that
-    /// slot, which it never does while the slot is active or the rollback
-    /// target. `None` by default (flash behind a bus, SPI NOR).
+    /// The `len` bytes at `offset` where the CPU reads them in place
+    /// (memory-mapped flash, or a flash simulator's memory), if it can: a
+    /// device that runs a model from its image ([`Store::mapped`]) reads
+    /// it there. The store asks only for a verified container's payload,
+    /// whose slot it writes again only once no record names it active or
+    /// as the rollback target. `None` by default (flash behind a bus, SPI
+    /// NOR) and for a range outside the partition.
     ///
     /// [`Store::mapped`]: crate::Store::mapped
-    fn mapped(&self) -> Option<&'static [u8]> {
+    fn mapped(&self, offset: usize, len: usize) -> Option<&'static [u8]> {
+        let _ = (offset, len);
         None
     }
 }

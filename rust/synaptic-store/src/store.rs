@@ -522,10 +522,8 @@ impl<F: Flash, const M: usize> Store<F, M> {
     /// reads it in place ([`Flash::mapped`]); `None` when the flash is not
     /// mapped.
     pub fn mapped(&self, located: &Located) -> Option<&'static [u8]> {
-        let end = located
-            .payload_offset
-            .checked_add(located.header.payload_len as usize)?;
-        self.flash.mapped()?.get(located.payload_offset..end)
+        self.flash
+            .mapped(located.payload_offset, located.header.payload_len as usize)
     }
 
     /// Read `buf.len()` payload bytes of a located container from `at`.

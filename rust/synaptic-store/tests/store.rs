@@ -218,8 +218,8 @@ fn power_loss_at_every_flash_operation() {
 }
 
 /// A flash the CPU reads in place: [`Flash::mapped`] hands out a copy of
-/// the partition as it is at the call (enough to check where the store
-/// says a payload lies).
+/// the range as it is at the call (enough to check where the store says a
+/// payload lies).
 struct Mapped<'a>(MemFlash<'a>);
 
 impl synaptic_store::Flash for Mapped<'_> {
@@ -241,8 +241,9 @@ impl synaptic_store::Flash for Mapped<'_> {
     fn erase_sector(&mut self, offset: usize) -> Result<(), StoreError> {
         self.0.erase_sector(offset)
     }
-    fn mapped(&self) -> Option<&'static [u8]> {
-        Some(Vec::leak(self.0.bytes().to_vec()))
+    fn mapped(&self, offset: usize, len: usize) -> Option<&'static [u8]> {
+        let bytes = self.0.bytes().get(offset..offset.checked_add(len)?)?;
+        Some(Vec::leak(bytes.to_vec()))
     }
 }
 
@@ -285,5 +286,5 @@ fn staged_previous_and_mapped_payloads() {
     install(&mut store, "m", &v1, 4096).unwrap();
     let active = store.active("m").unwrap();
     assert!(store.mapped(&active).is_none());
-    assert!(store.flash_mut().mapped().is_none());
+    assert!(store.flash_mut().mapped(0, 16).is_none());
 }

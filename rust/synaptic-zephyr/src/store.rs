@@ -8,12 +8,15 @@ use synaptic_store::{Flash, StoreError};
 
 /// `struct syn_store_flash_info`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Info {
     size: u32,
     erase_block: u32,
     write_block: u32,
     park_cpu1: u32,
+    /// Where CPU0 reads the partition in place, or 0 (C's NULL pointer,
+    /// kept as an address: the partition outlives every borrow of it).
+    mapped: usize,
 }
 
 extern "C" {
@@ -41,7 +44,13 @@ impl ZephyrFlash {
     /// not powers of two, or its writes must park CPU1 and this build has
     /// no shared region to ask through.
     pub fn open() -> Result<ZephyrFlash, StoreError> {
-        let mut info = Info::default();
+        let mut info = Info {
+            size: 0,
+            erase_block: 0,
+            write_block: 0,
+            park_cpu1: 0,
+            mapped: 0,
+        };
         // SAFETY: `info` is a valid, writable `struct syn_store_flash_info`.
         if unsafe { syn_store_flash_open(&mut info) } != 0 {
             return Err(StoreError::Flash);
@@ -156,6 +165,22 @@ impl Flash for ZephyrFlash {
             // SAFETY: one sector inside the open partition.
             unsafe { syn_store_flash_erase(at, sector) }
         })
+    }
+
+    fn mapped(&self, offset: usize, len: usize) -> Option<&'static [u8]> {
+        if self.info.mapped == 0 {
+            return None;
+        }
+        let at = self.info.mapped + self.offset(offset, len).ok()? as usize;
+        // SAFETY: `mapped` is where the CPU reads the open partition, for
+        // the program's life (the flash simulator's static memory, or
+        // memory-mapped flash), and the range lies inside it (checked
+        // above). The store asks only for a verified payload, and writes
+        // its slot again only once no record names it (`Flash::mapped`);
+        // the serving layer lets no update begin while a version it
+        // retires may still run from it. No write through Rust aliases it:
+        // the flash driver programs the flash.
+        Some(unsafe { core::slice::from_raw_parts(at as *const u8, len) })
     }
 }
 
