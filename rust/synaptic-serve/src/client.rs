@@ -905,7 +905,12 @@ where
             return Err(ClientError::InvalidArgument);
         }
         let mut due = Due::After(timeout);
-        self.update_step(&mut due, Some(&field), UPDATE_OP_BEGIN, total32, 0, |_| {})?;
+        // The begin writes the slot of the version before the served one:
+        // CPU0 answers -EBUSY while a previous swap's old version still
+        // runs from it.
+        self.while_busy(&mut due, |due| {
+            self.update_step(due, Some(&field), UPDATE_OP_BEGIN, total32, 0, |_| {})
+        })?;
         let largest = (0..self.region.slot_count())
             .filter_map(|k| self.region.slots().input_capacity(k))
             .max()
@@ -919,7 +924,9 @@ where
             offset += n;
         }
         self.update_step(&mut due, None, UPDATE_OP_FINISH, 0, 0, |_| {})?;
-        self.switch_step(&mut due, UPDATE_OP_ACTIVATE)
+        self.while_busy(&mut due, |due| {
+            self.update_step(due, None, UPDATE_OP_ACTIVATE, 0, 0, |_| {})
+        })
     }
 
     /// Make the model CPU0's store last activated its previous version
@@ -930,16 +937,22 @@ where
     /// As [`update_model`](Self::update_model); `-ENOENT` when there is
     /// nothing to roll back.
     pub fn rollback_model(&self, timeout: Timeout) -> Result<u32, ClientError> {
-        self.switch_step(&mut Due::After(timeout), UPDATE_OP_ROLLBACK)
+        self.while_busy(&mut Due::After(timeout), |due| {
+            self.update_step(due, None, UPDATE_OP_ROLLBACK, 0, 0, |_| {})
+        })
     }
 
-    /// An activation or rollback, sent again after a status round trip
-    /// while CPU0 answers `-EBUSY` (the model's previous swap still has
-    /// requests running on the old version; they end within a few
-    /// inferences) until `due`.
-    fn switch_step(&self, due: &mut Due, op: u32) -> Result<u32, ClientError> {
+    /// An update step (a begin, an activation, a rollback), sent again
+    /// after a status round trip while CPU0 answers `-EBUSY` (the model's
+    /// previous swap still has requests running on the old version; they
+    /// end within a few inferences) until `due`.
+    fn while_busy(
+        &self,
+        due: &mut Due,
+        mut step: impl FnMut(&mut Due) -> Result<u32, ClientError>,
+    ) -> Result<u32, ClientError> {
         loop {
-            match self.update_step(due, None, op, 0, 0, |_| {}) {
+            match step(due) {
                 Err(ClientError::Remote(Errno::Busy)) => {
                     let deadline = due.deadline(&self.clock);
                     if let Deadline::At(at) = deadline {
@@ -948,7 +961,7 @@ where
                         }
                     }
                     // Another caller's ping in flight is as good a pause.
-                    let _ = self.ping_with(Wait::Interrupt, Timeout::Millis(1));
+                    let _ = self.ping_with(Wait::Interrupt, Timeout::Millis(100));
                 }
                 done => return done,
             }

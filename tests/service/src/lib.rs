@@ -159,8 +159,25 @@ fn run() -> Verdict {
     let Ok(descs) = p::descs() else {
         return verdict;
     };
+    let mut models: heapless::Vec<_, { service::MAX_MODELS }> =
+        heapless::Vec::from_slice(&descs).unwrap_or_default();
+    // With the interpreter, the model only it serves (CPU1 then runs that
+    // scenario alone).
+    if cfg!(CONFIG_SYNAPTIC_CPU_INTERPRETER) {
+        let Ok(speech_cpu) = synaptic_runtime::registry::ModelDesc::tflite(
+            p::SPEECH_CPU,
+            &p::SPEECH_INPUT,
+            p::SPEECH_OUTPUT,
+            p::MICRO_SPEECH,
+        ) else {
+            return verdict;
+        };
+        if models.push(speech_cpu).is_err() {
+            return verdict;
+        }
+    }
     let options = Options {
-        models: heapless::Vec::from_slice(&descs).unwrap_or_default(),
+        models,
         npu_latency_us: p::NPU_LATENCY_US,
         npu_seed: p::SEED,
         npu_fail_on_marker: true,
@@ -192,6 +209,10 @@ fn run() -> Verdict {
         boot.ready_us.unwrap_or(0),
         boot.handshake_us.unwrap_or(0)
     );
+    if cfg!(CONFIG_SYNAPTIC_CPU_INTERPRETER) {
+        verdict.pass = cpu_store(&report);
+        return verdict;
+    }
 
     // The MPU self test while CPU1 soaks.
     let mut line = [0u8; 128];
@@ -355,4 +376,44 @@ fn parked_writes() -> bool {
     );
     let (rc, found) = shell(c"syn store status", "store: writes park CPU1: ");
     s.parks > 0 && s.refused == 0 && rc == 0 && found
+}
+
+/// The model only the interpreter serves, updated from the store by CPU1
+/// (CPU1's `cpu_store`): its report, and the store's and the service's view.
+fn cpu_store(report: &Report) -> bool {
+    let start = now();
+    while !report.done() && report.get(Word::Stopped) == 0 {
+        if now() - start > Duration::millis_at_least(REPORT_TIMEOUT_MS) {
+            printkln!("service test: CPU1 did not finish within {} ms", REPORT_TIMEOUT_MS);
+            return false;
+        }
+        sleep(Duration::millis_at_least(20));
+    }
+    let w = |word| report.get(word);
+    let (refused, updated) = (w(Word::CpuRefused) as i32, w(Word::CpuUpdate) as i32);
+    printkln!(
+        "service test: {} (CPU interpreter only): version 1 from CPU0's image, {} of {} outputs already version 2's; a version the interpreter cannot run -> {} (expected {}); version 2 streamed by CPU1 -> {}, run in place from the store: {} of {} outputs LiteRT's; {} errors",
+        p::SPEECH_CPU,
+        w(Word::CpuBeforeLikeV2),
+        p::CPU_INPUTS,
+        refused,
+        Errno::NoExec.negative(),
+        updated,
+        w(Word::CpuMatched),
+        p::CPU_INPUTS,
+        w(Word::CpuErrors)
+    );
+    let (rc, stored) = shell(c"syn store list", "speech_cpu: active v2");
+    let (rc2, served) = shell(c"syn model list", "speech_cpu v2");
+    w(Word::Stopped) == 0
+        && w(Word::CpuBeforeLikeV2) < p::CPU_INPUTS
+        && refused == Errno::NoExec.negative()
+        && updated == p::CPU_UPDATE_VERSION as i32
+        && w(Word::CpuMatched) == p::CPU_INPUTS
+        && w(Word::CpuErrors) == 0
+        && STATUS.violations() == 0
+        && rc == 0
+        && stored
+        && rc2 == 0
+        && served
 }

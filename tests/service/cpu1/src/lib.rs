@@ -114,6 +114,13 @@ extern "C" fn rust_main() {
         report.set(Word::Stopped, Stop::Lookup as u32);
         return;
     };
+    // Built with CPU0's interpreter, CPU0 serves the model only it runs:
+    // that scenario alone.
+    if let Ok(speech_cpu) = client.model_lookup(p::SPEECH_CPU, TIMEOUT) {
+        cpu_store(client, &report, speech_cpu);
+        report.set(Word::Done, p::DONE);
+        return;
+    }
     let models = [
         Model {
             handle: thumb,
@@ -344,7 +351,7 @@ fn updater(client: &'static ZephyrClient) {
                     p::SPEECH,
                     p::UPDATE_LEN,
                     Timeout::Millis(10_000),
-                    |offset, chunk| p::container_chunk(&header, offset, chunk),
+                    |offset, chunk| p::container_chunk(&header, p::MICRO_SPEECH, offset, chunk),
                 )
                 .map(|v| v as usize),
         ),
@@ -384,4 +391,60 @@ fn update(client: &'static ZephyrClient, report: &Report, speech: Model) {
     report.set(Word::UpdateBack, back);
     report.set(Word::UpdateNew, u32::from(new));
     report.set(Word::UpdateTicks, UPDATE_TICKS.load(Ordering::Relaxed));
+}
+
+/// A CPU0 interpreter's inference: up to a second of emulated time each.
+const CPU_TIMEOUT: Timeout = Timeout::Millis(5_000);
+
+/// [`p::SPEECH_CPU`]'s output for LiteRT's input `k`, hashed.
+fn cpu_infer(client: &ZephyrClient, model: ModelHandle, k: u32) -> Result<u64, ClientError> {
+    let mut session = client.reserve(p::SPEECH_LEN, CPU_TIMEOUT)?;
+    p::litert_input(k, &mut session.infer_input()[..p::SPEECH_LEN]);
+    let mut out = [0u8; p::SPEECH_OUTPUT];
+    let n = session.infer(model, p::SPEECH_LEN, &mut out, Priority::Normal, CPU_TIMEOUT)?;
+    Ok(p::fnv1a64(&out[..n]))
+}
+
+/// Stream a [`p::SPEECH_CPU`] container around `payload`: the status.
+fn cpu_update(client: &ZephyrClient, version: u32, payload: &[u8]) -> u32 {
+    let Ok(header) = p::speech_cpu_header(version, payload) else {
+        return u32::MAX;
+    };
+    let result = client.update_model_with(
+        p::SPEECH_CPU,
+        header.len() + payload.len(),
+        Timeout::Millis(10_000),
+        |offset, chunk| p::container_chunk(&header, payload, offset, chunk),
+    );
+    ClientError::status(result.map(|v| v as usize)) as u32
+}
+
+/// The model only CPU0's interpreter serves, updated from the store: its
+/// version 1 (CPU0's image) answers; a version whose network the
+/// interpreter cannot run (half a flatbuffer, sound container) is refused;
+/// version 2 streamed into the store answers LiteRT's outputs for it,
+/// under the handle held all along. Reports the `Cpu*` words.
+fn cpu_store(client: &ZephyrClient, report: &Report, model: ModelHandle) {
+    let (mut like_v2, mut matched, mut errors) = (0, 0, 0);
+    for k in 0..p::CPU_INPUTS {
+        match cpu_infer(client, model, k) {
+            Ok(h) => like_v2 += u32::from(Some(h) == p::expected_hash(p::SPEECH_V2_EXPECT, k)),
+            Err(_) => errors += 1,
+        }
+    }
+    report.set(Word::CpuBeforeLikeV2, like_v2);
+    let cut = &p::SPEECH_V2[..p::SPEECH_V2.len() / 2];
+    report.set(Word::CpuRefused, cpu_update(client, p::CPU_UPDATE_VERSION + 1, cut));
+    report.set(
+        Word::CpuUpdate,
+        cpu_update(client, p::CPU_UPDATE_VERSION, p::SPEECH_V2),
+    );
+    for k in 0..p::CPU_INPUTS {
+        match cpu_infer(client, model, k) {
+            Ok(h) => matched += u32::from(Some(h) == p::expected_hash(p::SPEECH_V2_EXPECT, k)),
+            Err(_) => errors += 1,
+        }
+    }
+    report.set(Word::CpuMatched, matched);
+    report.set(Word::CpuErrors, errors);
 }

@@ -101,16 +101,88 @@ pub fn speech_header(
     Ok(h.encode())
 }
 
-/// The container's bytes at `offset` into `chunk`: `header`, then the
-/// network (from flash: no copy of the container in RAM).
-pub fn container_chunk(header: &[u8], offset: usize, chunk: &mut [u8]) {
+/// The bytes at `offset` into `chunk` of the container `header` then
+/// `payload` (from flash: no copy of the container in RAM).
+pub fn container_chunk(header: &[u8], payload: &[u8], offset: usize, chunk: &mut [u8]) {
     for (k, b) in chunk.iter_mut().enumerate() {
         let at = offset + k;
         *b = match at.checked_sub(header.len()) {
             None => header[at],
-            Some(i) => MICRO_SPEECH.get(i).copied().unwrap_or(0),
+            Some(i) => payload.get(i).copied().unwrap_or(0),
         };
     }
+}
+
+/// The model only CPU0's interpreter serves (`CONFIG_SYNAPTIC_CPU_INTERPRETER`
+/// builds): version 1 is the micro-speech network in CPU0's image; CPU1
+/// streams [`SPEECH_V2`] into the store as version 2, which CPU0 then runs
+/// in place from the store's flash. Same tensors as [`SPEECH`].
+pub const SPEECH_CPU: &str = "speech_cpu";
+/// Version 2 of [`SPEECH_CPU`]: another network with micro_speech's
+/// tensors (`models/networks/speech_v2.tflite`, made by
+/// `scripts/mlperf_tiny.py`), in CPU1's flash.
+pub static SPEECH_V2: &[u8] = include_bytes!("../../../../models/networks/speech_v2.tflite");
+/// LiteRT's reference outputs of [`SPEECH_V2`] for [`litert_input`]s.
+pub static SPEECH_V2_EXPECT: &str =
+    include_str!("../../../../models/networks/speech_v2.tflite.expect");
+/// The [`SPEECH_CPU`] version CPU1 streams.
+pub const CPU_UPDATE_VERSION: u32 = 2;
+/// Inputs CPU1 checks on each version of [`SPEECH_CPU`].
+pub const CPU_INPUTS: u32 = 6;
+
+/// The header of a [`SPEECH_CPU`] container around `payload`.
+///
+/// # Errors
+///
+/// Never for the constants above.
+pub fn speech_cpu_header(
+    version: u32,
+    payload: &[u8],
+) -> Result<[u8; synaptic_store::HEADER_LEN], synaptic_store::StoreError> {
+    use synaptic_store::{Header, TensorShape};
+    let h = Header::new(
+        SPEECH_CPU,
+        version,
+        payload,
+        TensorShape::int8(&SPEECH_INPUT),
+        TensorShape::int8(&SPEECH_OUTPUT_SHAPE),
+    )?;
+    Ok(h.encode())
+}
+
+/// Input `k` of a network's `.expect` file into `input` (one graph input,
+/// int8): `scripts/opgolden.py`'s xorshift32 stream.
+pub fn litert_input(k: u32, input: &mut [u8]) {
+    let mut x = 0x9E37_79B9u32
+        .wrapping_mul(k + 1)
+        .wrapping_add(0x7F4A_7C15);
+    if x == 0 {
+        x = 1;
+    }
+    for b in input {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+}
+
+/// FNV-1a 64 of `bytes`, as the `.expect` files hash outputs.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xCBF2_9CE4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3)
+    })
+}
+
+/// Input `k`'s output hash in an `.expect` file's text.
+pub fn expected_hash(expect: &str, k: u32) -> Option<u64> {
+    expect.lines().find_map(|line| {
+        let (index, hash) = line.split_once(' ')?;
+        if index.parse::<u32>().ok()? != k {
+            return None;
+        }
+        u64::from_str_radix(hash.trim(), 16).ok()
+    })
 }
 
 /// Words of CPU1's report.
@@ -170,12 +242,26 @@ pub enum Word {
     /// The update's `k_cycle_get_32` ticks on CPU1, begin to activation
     /// (emulated).
     UpdateTicks,
+    /// What `update_model` returned for a [`SPEECH_CPU`] container whose
+    /// network the interpreter cannot run (must be `-ENOEXEC`).
+    CpuRefused,
+    /// What it returned for [`SPEECH_V2`] as version
+    /// [`CPU_UPDATE_VERSION`].
+    CpuUpdate,
+    /// Inferences on version 1 of [`SPEECH_CPU`] whose output was
+    /// [`SPEECH_V2`]'s (some must not be: the versions differ).
+    CpuBeforeLikeV2,
+    /// Inferences after the update whose output was LiteRT's for
+    /// [`SPEECH_V2`].
+    CpuMatched,
+    /// Inferences on [`SPEECH_CPU`] that failed, before and after.
+    CpuErrors,
     /// Where CPU1 stopped early (0: it did not), see [`Stop`].
     Stopped,
 }
 
 /// Number of report words.
-pub const WORDS: usize = 24;
+pub const WORDS: usize = 29;
 /// The speech model's version CPU1 streams to CPU0's model store.
 pub const UPDATE_VERSION: u32 = 2;
 /// How long CPU1 floods, emulated milliseconds.
@@ -284,10 +370,34 @@ mod tests {
         let mut ours = std::vec![0u8; UPDATE_LEN];
         // In chunks, as the client asks for them.
         for (k, chunk) in ours.chunks_mut(1000).enumerate() {
-            container_chunk(&header, k * 1000, chunk);
+            container_chunk(&header, MICRO_SPEECH, k * 1000, chunk);
         }
         let packed = synaptic_pack::pack(MICRO_SPEECH, SPEECH, UPDATE_VERSION).expect("packs");
         assert_eq!(ours, packed);
+        let header = speech_cpu_header(CPU_UPDATE_VERSION, SPEECH_V2).expect("a header");
+        let mut ours = std::vec![0u8; header.len() + SPEECH_V2.len()];
+        for (k, chunk) in ours.chunks_mut(1000).enumerate() {
+            container_chunk(&header, SPEECH_V2, k * 1000, chunk);
+        }
+        let packed = synaptic_pack::pack(SPEECH_V2, SPEECH_CPU, CPU_UPDATE_VERSION).expect("packs");
+        assert_eq!(ours, packed);
+        // Version 2 fits the test's store slots (CONFIG_SYNAPTIC_STORE_SLOT_SIZE).
+        assert!(ours.len() <= 20_480);
+    }
+
+    #[test]
+    fn litert_inputs_and_hashes_are_the_expect_files() {
+        // scripts/opgolden.py's input 0 of a one-input network begins so
+        // (its --dump of speech_v2), and line 0 hashes LiteRT's output.
+        let mut input = [0u8; SPEECH_LEN];
+        litert_input(0, &mut input);
+        assert_eq!(input[..4], [0x12, 0x4d, 0x2e, 0x91]);
+        assert_eq!(expected_hash(SPEECH_V2_EXPECT, 0), Some(0x601f_df9f_f4d1_02f1));
+        assert_eq!(fnv1a64(&[0x81, 0x81, 0x80, 0x7e]), 0x601f_df9f_f4d1_02f1);
+        for k in 0..CPU_INPUTS * 2 {
+            assert!(expected_hash(SPEECH_V2_EXPECT, k).is_some());
+        }
+        assert_eq!(expected_hash(SPEECH_V2_EXPECT, 100_000), None);
         let [_, _, speech] = descs().expect("descs");
         assert_eq!(
             (speech.input.byte_len(), speech.output.byte_len()),
