@@ -231,6 +231,12 @@ impl<const P: usize, const S: usize> PipelinePool<P, S> {
         })
     }
 
+    /// Whether every slot holds a pipeline ([`create`](Self::create) would
+    /// fail with [`PipelineError::PoolFull`]).
+    pub fn is_full(&self) -> bool {
+        self.slots.iter().all(Option::is_some)
+    }
+
     /// The pipeline called `name`.
     pub fn find(&self, name: &str) -> Option<PipelineId> {
         self.slots.iter().enumerate().find_map(|(i, s)| {
@@ -543,6 +549,7 @@ mod tests {
         let a = pool.create("a").unwrap();
         assert_eq!(pool.create("a"), Err(PipelineError::DuplicateName));
         pool.create("b").unwrap();
+        assert!(pool.is_full());
         assert_eq!(pool.create("c"), Err(PipelineError::PoolFull));
         assert_eq!(pool.find("a"), Some(a));
         assert_eq!(pool.find("z"), None);

@@ -594,7 +594,8 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     ///
     /// As [`replace`](Self::replace) before it changes anything:
     /// [`ServeError::Busy`], [`ServeError::BadName`],
-    /// [`ServeError::ModelTooLarge`], [`ServeError::Unrunnable`].
+    /// [`ServeError::ModelTooLarge`], [`ServeError::Registry`] and
+    /// [`ServeError::Pipeline`] when either is full, [`ServeError::Unrunnable`].
     fn successor<
         'd,
         Npu,
@@ -625,6 +626,13 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             || desc.output.byte_len() > EXCHANGE_OUTPUT_SIZE
         {
             return Err(ServeError::ModelTooLarge);
+        }
+        // Room for the new version next to the old one until it retires.
+        if rt.registry.len() >= rt.registry.capacity() {
+            return Err(ServeError::Registry(RegistryError::Full));
+        }
+        if rt.pipelines.is_full() {
+            return Err(ServeError::Pipeline(PipelineError::PoolFull));
         }
         let model = NpuModel {
             id: 0,

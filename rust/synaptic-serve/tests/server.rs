@@ -1803,6 +1803,29 @@ mod update {
         });
     }
 
+    /// A swap needs a pipeline next to the old one until it retires: with
+    /// the pool full the activation is refused before the store changes.
+    #[test]
+    fn an_update_without_room_for_its_pipeline_is_refused_before_the_store_changes() {
+        with_store(|h| {
+            let mut taken = Vec::new();
+            while let Ok(id) = h.rt.pipelines.create(&format!("filler{}", taken.len())) {
+                taken.push(id);
+            }
+            assert_eq!(h.stream(&container(2, &payload(2, 300))).last(), Some(&0));
+            assert_eq!(
+                h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::NoSpc.negative()
+            );
+            let store = h.rt.updates.as_deref_mut().expect("a store");
+            assert!(store.active("kws").is_err(), "the store activated it");
+            assert_eq!(h.rt.registry.find("kws"), Ok(h.kws));
+            // With room again it goes through.
+            h.rt.pipelines.destroy(taken[0]).unwrap();
+            assert_eq!(h.step(42, UPDATE_OP_ACTIVATE, 0, &[], None), 2);
+        });
+    }
+
     /// Version `version` straight into the store, as the shell or the C
     /// API puts it there (no `MODEL_UPDATE`).
     fn activate_outside(h: &mut H<'_, '_>, version: u32) {

@@ -191,7 +191,6 @@ pub mod ota {
     use core::ffi::{c_char, CStr};
 
     use synaptic_abi::Errno;
-    use synaptic_runtime::registry::MAX_NAME_LEN;
     pub use synaptic_serve::park::ParkStats;
     use synaptic_serve::update::{Activated, ModelUpdates, StoreUpdates};
     use synaptic_store::ota::{Ota, OtaError, OtaState};

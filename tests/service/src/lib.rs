@@ -81,7 +81,7 @@ fn update_through_c_api() -> bool {
     let mut offset = 0;
     while rc == 0 && offset < p::UPDATE_LEN {
         let n = chunk.len().min(p::UPDATE_LEN - offset);
-        p::container_chunk(&header, offset, &mut chunk[..n]);
+        p::container_chunk(&header, p::MICRO_SPEECH, offset, &mut chunk[..n]);
         // SAFETY: `chunk` holds `n` valid bytes.
         rc = unsafe { ota::syn_ota_write_chunk(chunk.as_ptr(), n) };
         offset += n;
@@ -384,7 +384,10 @@ fn cpu_store(report: &Report) -> bool {
     let start = now();
     while !report.done() && report.get(Word::Stopped) == 0 {
         if now() - start > Duration::millis_at_least(REPORT_TIMEOUT_MS) {
-            printkln!("service test: CPU1 did not finish within {} ms", REPORT_TIMEOUT_MS);
+            printkln!(
+                "service test: CPU1 did not finish within {} ms",
+                REPORT_TIMEOUT_MS
+            );
             return false;
         }
         sleep(Duration::millis_at_least(20));

@@ -401,7 +401,13 @@ fn cpu_infer(client: &ZephyrClient, model: ModelHandle, k: u32) -> Result<u64, C
     let mut session = client.reserve(p::SPEECH_LEN, CPU_TIMEOUT)?;
     p::litert_input(k, &mut session.infer_input()[..p::SPEECH_LEN]);
     let mut out = [0u8; p::SPEECH_OUTPUT];
-    let n = session.infer(model, p::SPEECH_LEN, &mut out, Priority::Normal, CPU_TIMEOUT)?;
+    let n = session.infer(
+        model,
+        p::SPEECH_LEN,
+        &mut out,
+        Priority::Normal,
+        CPU_TIMEOUT,
+    )?;
     Ok(p::fnv1a64(&out[..n]))
 }
 
@@ -434,7 +440,10 @@ fn cpu_store(client: &ZephyrClient, report: &Report, model: ModelHandle) {
     }
     report.set(Word::CpuBeforeLikeV2, like_v2);
     let cut = &p::SPEECH_V2[..p::SPEECH_V2.len() / 2];
-    report.set(Word::CpuRefused, cpu_update(client, p::CPU_UPDATE_VERSION + 1, cut));
+    report.set(
+        Word::CpuRefused,
+        cpu_update(client, p::CPU_UPDATE_VERSION + 1, cut),
+    );
     report.set(
         Word::CpuUpdate,
         cpu_update(client, p::CPU_UPDATE_VERSION, p::SPEECH_V2),

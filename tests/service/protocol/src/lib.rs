@@ -153,9 +153,7 @@ pub fn speech_cpu_header(
 /// Input `k` of a network's `.expect` file into `input` (one graph input,
 /// int8): `scripts/opgolden.py`'s xorshift32 stream.
 pub fn litert_input(k: u32, input: &mut [u8]) {
-    let mut x = 0x9E37_79B9u32
-        .wrapping_mul(k + 1)
-        .wrapping_add(0x7F4A_7C15);
+    let mut x = 0x9E37_79B9u32.wrapping_mul(k + 1).wrapping_add(0x7F4A_7C15);
     if x == 0 {
         x = 1;
     }
@@ -392,7 +390,10 @@ mod tests {
         let mut input = [0u8; SPEECH_LEN];
         litert_input(0, &mut input);
         assert_eq!(input[..4], [0x12, 0x4d, 0x2e, 0x91]);
-        assert_eq!(expected_hash(SPEECH_V2_EXPECT, 0), Some(0x601f_df9f_f4d1_02f1));
+        assert_eq!(
+            expected_hash(SPEECH_V2_EXPECT, 0),
+            Some(0x601f_df9f_f4d1_02f1)
+        );
         assert_eq!(fnv1a64(&[0x81, 0x81, 0x80, 0x7e]), 0x601f_df9f_f4d1_02f1);
         for k in 0..CPU_INPUTS * 2 {
             assert!(expected_hash(SPEECH_V2_EXPECT, k).is_some());
