@@ -156,6 +156,10 @@ fn run() -> Verdict {
     // last words are the test report's alone on both cores.
     let report = unsafe { Report::at_end(shm.base, shm.size as usize) };
     report.clear();
+    report.set(
+        Word::CpuScenario,
+        u32::from(cfg!(CONFIG_SYNAPTIC_CPU_INTERPRETER)),
+    );
     let Ok(descs) = p::descs() else {
         return verdict;
     };

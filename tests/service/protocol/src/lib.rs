@@ -240,6 +240,10 @@ pub enum Word {
     /// The update's `k_cycle_get_32` ticks on CPU1, begin to activation
     /// (emulated).
     UpdateTicks,
+    /// Set by CPU0 before it releases CPU1: 1 when CPU0 serves
+    /// [`SPEECH_CPU`] (built with its interpreter); CPU1 then runs that
+    /// scenario alone.
+    CpuScenario,
     /// What `update_model` returned for a [`SPEECH_CPU`] container whose
     /// network the interpreter cannot run (must be `-ENOEXEC`).
     CpuRefused,
@@ -259,7 +263,7 @@ pub enum Word {
 }
 
 /// Number of report words.
-pub const WORDS: usize = 29;
+pub const WORDS: usize = 30;
 /// The speech model's version CPU1 streams to CPU0's model store.
 pub const UPDATE_VERSION: u32 = 2;
 /// How long CPU1 floods, emulated milliseconds.
