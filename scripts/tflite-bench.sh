@@ -80,7 +80,7 @@ if [ -n "${ZEPHYR_BASE:-}" ]; then
             --pass "tflite_golden: PASS" --fail "tflite_golden: FAIL|FAIL \(|FATAL ERROR" \
             -- west build -d "$build" -t run) >"$out/tflite-console.txt" 2>&1 ||
         { grep -E "^tflite_golden:" "$out/tflite-console.txt" || tail -n 40 "$out/tflite-console.txt"; echo "tflite-bench: run failed"; exit 1; }
-    grep -E "^tflite_golden: [a-z_]+: " "$out/tflite-console.txt" >"$target" || true
+    grep -E "^tflite_golden: [a-z_0-9]+: " "$out/tflite-console.txt" >"$target" || true
 else
     echo "tflite-bench: no Zephyr workspace, mps2/an521 rows skipped" >&2
 fi
