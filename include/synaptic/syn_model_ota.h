@@ -20,11 +20,20 @@
  * - -EINVAL: the header names another model, a bad name, NULL arguments;
  * - -ENODATA: finish before the whole stream arrived;
  * - -ENOENT: nothing to roll back;
- * - -EIO: the flash or the store failed otherwise.
+ * - -EIO: the flash or the store failed otherwise;
+ * - with the inference service running (activate and rollback):
+ *   -ENOEXEC when no device serving the model can run the version (its
+ *   tensor types or sizes; for the CPU interpreter an operator it lacks,
+ *   its arena, an image it cannot read in place), -ENOSPC when the service
+ *   has no room for a second version during the swap, -EBUSY while the
+ *   model's previous swap still runs: the store is left as it was and
+ *   the update stays READY.
  *
- * Every error but -EPERM ends the update in SYN_OTA_STATE_ERROR; begin
- * starts over. Activation switches the store's active version of the
- * model (the serving runtime's hot swap is not wired to it yet).
+ * Every other error but -EPERM ends the update in SYN_OTA_STATE_ERROR;
+ * begin starts over. With the inference service running, activate and rollback
+ * are made by its serving thread, which hot-swaps the model it serves
+ * (requests already accepted finish on the old version); without it they
+ * switch the store's active version alone. Not for the serving thread.
  */
 #ifndef SYNAPTIC_SYN_MODEL_OTA_H_
 #define SYNAPTIC_SYN_MODEL_OTA_H_

@@ -1231,6 +1231,66 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             synaptic_abi::UPDATE_OP_ROLLBACK => true,
             op => return Err(ServeError::UnknownUpdateOp(op)),
         };
+        self.switch_with(back, updates, rt).map(|v| v as i32)
+    }
+
+    /// Make the store's verified update the active version (with `back`,
+    /// the last activation's previous version), as `MODEL_UPDATE`'s
+    /// activate and rollback do, for a caller on the serving thread (the
+    /// shell's and the C API's activations go through here, so that every
+    /// path is checked the same way). Returns the version made active.
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::Unsupported`] without a store; as `MODEL_UPDATE`:
+    /// [`ServeError::Update`] with the store's errno (`-EBUSY` while the
+    /// previous swap's old version still runs), [`ServeError::Unrunnable`]
+    /// and the other refusals of [`replace`](Self::replace), before the
+    /// store changes.
+    #[cfg(feature = "updates")]
+    pub fn switch_store<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
+        &mut self,
+        back: bool,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
+    ) -> Result<u32, ServeError>
+    where
+        Npu: NpuDevice,
+    {
+        let Some(updates) = rt.updates.take() else {
+            return Err(ServeError::Unsupported(MessageType::ModelUpdate));
+        };
+        let result = self.switch_with(back, &mut *updates, rt);
+        rt.updates = Some(updates);
+        result
+    }
+
+    /// [`switch_store`](Self::switch_store) through `updates`.
+    #[cfg(feature = "updates")]
+    fn switch_with<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
+        &mut self,
+        back: bool,
+        updates: &mut dyn ModelUpdates,
+        rt: &mut Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
+    ) -> Result<u32, ServeError>
+    where
+        Npu: NpuDevice,
+    {
         // A served model takes the new version only if some device that
         // serves it can run it, and not while its previous swap still
         // runs: refused before the store changes.
@@ -1258,7 +1318,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 return Err(error);
             }
         }
-        Ok(activated.version as i32)
+        Ok(activated.version)
     }
 
     /// Serve the store's active version of every exported model whose

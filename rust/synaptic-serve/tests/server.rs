@@ -1803,6 +1803,39 @@ mod update {
         });
     }
 
+    /// The shell's and the C API's activations go through the serving
+    /// thread's `switch_store`: the same checks as `MODEL_UPDATE`.
+    #[test]
+    fn an_activation_outside_model_update_is_checked_the_same_way() {
+        with_store(|h| {
+            let float = TensorShape {
+                dtype: 0,
+                ..TensorShape::int8(&[49, 10])
+            };
+            let bytes = payload(2, 300);
+            let header = Header::new("kws", 2, &bytes, float, TensorShape::int8(&[12])).unwrap();
+            let v2 = [header.encode().as_slice(), &bytes].concat();
+            let store = h.rt.updates.as_deref_mut().expect("a store");
+            store.begin("kws", v2.len()).unwrap();
+            store.write(0, &v2).unwrap();
+            store.finish().unwrap();
+            let refused = h.server.switch_store(false, &mut h.rt);
+            assert!(
+                matches!(refused, Err(ServeError::Unrunnable(_))),
+                "{refused:?}"
+            );
+            assert_eq!(refused.unwrap_err().to_errno(), Errno::NoExec);
+            let store = h.rt.updates.as_deref_mut().expect("a store");
+            assert!(store.active("kws").is_err(), "the store activated it");
+            let v3 = container(3, &payload(3, 300));
+            store.begin("kws", v3.len()).unwrap();
+            store.write(0, &v3).unwrap();
+            store.finish().unwrap();
+            assert_eq!(h.server.switch_store(false, &mut h.rt), Ok(3));
+            assert_ne!(h.rt.registry.find("kws"), Ok(h.kws), "swapped");
+        });
+    }
+
     /// A swap needs a pipeline next to the old one until it retires: with
     /// the pool full the activation is refused before the store changes.
     #[test]

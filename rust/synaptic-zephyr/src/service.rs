@@ -311,9 +311,45 @@ pub fn store_changed() {
     INBOX.wake();
 }
 
-/// Models the service hot-swapped after [`store_changed`].
+/// Models the service hot-swapped after [`store_changed`] or [`switch_store`].
 pub fn store_swaps() -> u32 {
     STORE_SWAPS.load(Ordering::Acquire)
+}
+
+/// Set once the serving thread runs its loop (it then takes
+/// [`switch_store`]'s requests).
+static SERVING_LOOP: AtomicBool = AtomicBool::new(false);
+/// A store switch for the serving thread: 0 none, 1 activate, 2 rollback.
+#[cfg(feature = "store")]
+static SWITCH_WANTED: AtomicU8 = AtomicU8::new(0);
+/// The switch's result: the version made active, or a negative errno.
+#[cfg(feature = "store")]
+static SWITCH_RESULT: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(0);
+/// Given by the serving thread when the switch is done.
+#[cfg(feature = "store")]
+static SWITCH_DONE: KernelSemaphore = KernelSemaphore::new(0, 1);
+/// One switch at a time.
+#[cfg(feature = "store")]
+static SWITCH_ONE: KernelMutex<()> = KernelMutex::new(());
+
+/// The store's verified update made active (with `back`, the last
+/// activation's previous version) by the serving thread, as CPU1's
+/// `MODEL_UPDATE` does: checked first (a version no device serving the
+/// model can run is refused with -ENOEXEC, the store untouched), then
+/// hot-swapped. For the shell and the C API (`syn_ota_activate`,
+/// `syn_ota_rollback`): the version made active or a negative errno;
+/// `None` when no serving thread runs (the caller switches the store
+/// itself). Must not be called from the serving thread.
+#[cfg(feature = "store")]
+pub fn switch_store(back: bool) -> Option<i32> {
+    if !SERVING_LOOP.load(Ordering::Acquire) {
+        return None;
+    }
+    let _one = SWITCH_ONE.lock();
+    SWITCH_WANTED.store(1 + u8::from(back), Ordering::Release);
+    INBOX.wake();
+    SWITCH_DONE.take(Timeout::Forever);
+    Some(SWITCH_RESULT.load(Ordering::Acquire))
 }
 
 /// Set by the doorbell ISR when it stops taking the doorbell (a flood),
@@ -646,6 +682,7 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     let cpu: Option<&mut (dyn NpuDevice + 'static)> = None;
     SERVING_UP.give();
     IDLE_TIMER.start(IDLE_MS, on_idle_timer);
+    SERVING_LOOP.store(true, Ordering::Release);
 
     // CPU1's model updates go to the store (feature `store`), which the
     // shell's `syn ota` and the C API share.
@@ -702,6 +739,22 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
                     e.to_errno().code()
                 ),
             }
+        }
+        // The shell's or the C API's activation ([`switch_store`]).
+        #[cfg(feature = "store")]
+        if let Some(back) = match SWITCH_WANTED.swap(0, Ordering::Acquire) {
+            0 => None,
+            w => Some(w == 2),
+        } {
+            let result = match server.switch_store(back, &mut rt) {
+                Ok(version) => {
+                    STORE_SWAPS.fetch_add(1, Ordering::Release);
+                    i32::try_from(version).unwrap_or(i32::MAX)
+                }
+                Err(e) => e.to_errno().negative(),
+            };
+            SWITCH_RESULT.store(result, Ordering::Release);
+            SWITCH_DONE.give();
         }
         // A flood: the serving thread drains, and must not wait for a
         // doorbell that is not taken.

@@ -439,17 +439,27 @@ pub mod ota {
         with(|store, ota| ota.finish(store))
     }
 
-    /// `syn_ota_activate`. A running inference service serves the new
-    /// version from its next turn (hot swap).
+    /// `syn_ota_activate`. With the inference service running, its serving
+    /// thread activates and hot-swaps, after the check CPU1's activations
+    /// pass (-ENOEXEC when no device serving the model can run the new
+    /// version, the store untouched).
     #[no_mangle]
     pub extern "C" fn syn_ota_activate() -> i32 {
+        #[cfg(all(CONFIG_SYNAPTIC_DOORBELL, feature = "store"))]
+        if let Some(result) = crate::service::switch_store(false) {
+            return result.min(0);
+        }
         switched(with(|store, ota| ota.activate(store)))
     }
 
-    /// `syn_ota_rollback`. A running inference service serves the
-    /// previous version from its next turn (hot swap).
+    /// `syn_ota_rollback`. With the inference service running, through its
+    /// serving thread as [`syn_ota_activate`].
     #[no_mangle]
     pub extern "C" fn syn_ota_rollback() -> i32 {
+        #[cfg(all(CONFIG_SYNAPTIC_DOORBELL, feature = "store"))]
+        if let Some(result) = crate::service::switch_store(true) {
+            return result.min(0);
+        }
         switched(with(|store, ota| ota.rollback(store)))
     }
 

@@ -68,20 +68,19 @@ fn shell(cmd: &CStr, expect: &str) -> (c_int, bool) {
     (rc, text.contains(expect))
 }
 
-/// Version 3 of the speech model through `syn_model_ota.h` (as the shell's
-/// `syn ota` does): the service must follow the store and hot-swap it.
-fn update_through_c_api() -> bool {
+/// The container `header` then `payload` streamed into the store as an
+/// update of `name` through `syn_model_ota.h` (as the shell's `syn ota`
+/// does), up to its finish: 0 or the first negative errno.
+fn stream_through_c_api(name: &CStr, header: &[u8], payload: &[u8]) -> c_int {
     use synaptic_zephyr::store::ota;
-    let Ok(header) = p::speech_header(3) else {
-        return false;
-    };
+    let total = header.len() + payload.len();
     let mut chunk = [0u8; 1024];
     // SAFETY: a NUL-terminated name.
-    let mut rc = unsafe { ota::syn_ota_begin(c"speech".as_ptr(), p::UPDATE_LEN) };
+    let mut rc = unsafe { ota::syn_ota_begin(name.as_ptr(), total) };
     let mut offset = 0;
-    while rc == 0 && offset < p::UPDATE_LEN {
-        let n = chunk.len().min(p::UPDATE_LEN - offset);
-        p::container_chunk(&header, p::MICRO_SPEECH, offset, &mut chunk[..n]);
+    while rc == 0 && offset < total {
+        let n = chunk.len().min(total - offset);
+        p::container_chunk(header, payload, offset, &mut chunk[..n]);
         // SAFETY: `chunk` holds `n` valid bytes.
         rc = unsafe { ota::syn_ota_write_chunk(chunk.as_ptr(), n) };
         offset += n;
@@ -89,6 +88,17 @@ fn update_through_c_api() -> bool {
     if rc == 0 {
         rc = ota::syn_ota_finish();
     }
+    rc
+}
+
+/// Version 3 of the speech model through `syn_model_ota.h`: the service
+/// must activate it and hot-swap.
+fn update_through_c_api() -> bool {
+    use synaptic_zephyr::store::ota;
+    let Ok(header) = p::speech_header(3) else {
+        return false;
+    };
+    let mut rc = stream_through_c_api(c"speech", &header, p::MICRO_SPEECH);
     let swaps = service::store_swaps();
     if rc == 0 {
         rc = ota::syn_ota_activate();
@@ -410,9 +420,25 @@ fn cpu_store(report: &Report) -> bool {
         p::CPU_INPUTS,
         w(Word::CpuErrors)
     );
+    // The same refusal for an activation through the C API (the shell's
+    // `syn ota activate`): the store keeps version 2 active.
+    let cut = &p::SPEECH_V2[..p::SPEECH_V2.len() / 2];
+    let c_api = match p::speech_cpu_header(p::CPU_UPDATE_VERSION + 2, cut) {
+        Ok(header) => match stream_through_c_api(c"speech_cpu", &header, cut) {
+            0 => synaptic_zephyr::store::ota::syn_ota_activate(),
+            rc => rc,
+        },
+        Err(_) => 0,
+    };
+    printkln!(
+        "service test: the same through the C API -> {} (expected {})",
+        c_api,
+        Errno::NoExec.negative()
+    );
     let (rc, stored) = shell(c"syn store list", "speech_cpu: active v2");
     let (rc2, served) = shell(c"syn model list", "speech_cpu v2");
     w(Word::Stopped) == 0
+        && c_api == Errno::NoExec.negative()
         && w(Word::CpuBeforeLikeV2) < p::CPU_INPUTS
         && refused == Errno::NoExec.negative()
         && updated == p::CPU_UPDATE_VERSION as i32
