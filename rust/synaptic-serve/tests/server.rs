@@ -1754,10 +1754,7 @@ mod update {
             let v3 = container(3, &payload(3, 100));
             assert_eq!(h.stream(&v3)[0], Errno::Busy.negative());
             // Version 3 staged outside MODEL_UPDATE (the shell) waits too.
-            let store = h.rt.updates.as_deref_mut().expect("a store");
-            store.begin("kws", v3.len()).unwrap();
-            store.write(0, &v3).unwrap();
-            store.finish().unwrap();
+            stage_outside(h, &v3);
             assert_eq!(
                 h.step(42, UPDATE_OP_ACTIVATE, 0, &[], None),
                 Errno::Busy.negative()
@@ -1775,13 +1772,7 @@ mod update {
     #[test]
     fn an_update_no_serving_device_can_run_is_refused_before_the_store_changes() {
         with_store(|h| {
-            let float = TensorShape {
-                dtype: 0,
-                ..TensorShape::int8(&[49, 10])
-            };
-            let bytes = payload(2, 300);
-            let header = Header::new("kws", 2, &bytes, float, TensorShape::int8(&[12])).unwrap();
-            let v2 = [header.encode().as_slice(), &bytes].concat();
+            let v2 = float_container(2);
             assert_eq!(h.stream(&v2).last(), Some(&0), "the container is sound");
             let store = h.rt.updates.as_deref_mut().expect("a store");
             let before = store.active("kws");
@@ -1808,17 +1799,8 @@ mod update {
     #[test]
     fn an_activation_outside_model_update_is_checked_the_same_way() {
         with_store(|h| {
-            let float = TensorShape {
-                dtype: 0,
-                ..TensorShape::int8(&[49, 10])
-            };
-            let bytes = payload(2, 300);
-            let header = Header::new("kws", 2, &bytes, float, TensorShape::int8(&[12])).unwrap();
-            let v2 = [header.encode().as_slice(), &bytes].concat();
-            let store = h.rt.updates.as_deref_mut().expect("a store");
-            store.begin("kws", v2.len()).unwrap();
-            store.write(0, &v2).unwrap();
-            store.finish().unwrap();
+            let v2 = float_container(2);
+            stage_outside(h, &v2);
             let refused = h.server.switch_store(false, &mut h.rt);
             assert!(
                 matches!(refused, Err(ServeError::Unrunnable(_))),
@@ -1827,10 +1809,7 @@ mod update {
             assert_eq!(refused.unwrap_err().to_errno(), Errno::NoExec);
             let store = h.rt.updates.as_deref_mut().expect("a store");
             assert!(store.active("kws").is_err(), "the store activated it");
-            let v3 = container(3, &payload(3, 300));
-            store.begin("kws", v3.len()).unwrap();
-            store.write(0, &v3).unwrap();
-            store.finish().unwrap();
+            stage_outside(h, &container(3, &payload(3, 300)));
             assert_eq!(h.server.switch_store(false, &mut h.rt), Ok(3));
             assert_ne!(h.rt.registry.find("kws"), Ok(h.kws), "swapped");
         });
@@ -1859,14 +1838,31 @@ mod update {
         });
     }
 
+    /// A KWS container with a float input (the stub NPU takes int8 only).
+    fn float_container(version: u32) -> Vec<u8> {
+        let float = TensorShape {
+            dtype: 0,
+            ..TensorShape::int8(&[49, 10])
+        };
+        let bytes = payload(version, 300);
+        let header = Header::new("kws", version, &bytes, float, TensorShape::int8(&[12])).unwrap();
+        [header.encode().as_slice(), &bytes].concat()
+    }
+
+    /// `bytes` verified into the store as the shell or the C API puts
+    /// them there (no `MODEL_UPDATE`), not activated.
+    fn stage_outside(h: &mut H<'_, '_>, bytes: &[u8]) {
+        let store = h.rt.updates.as_deref_mut().expect("a store");
+        store.begin("kws", bytes.len()).unwrap();
+        store.write(0, bytes).unwrap();
+        store.finish().unwrap();
+    }
+
     /// Version `version` straight into the store, as the shell or the C
     /// API puts it there (no `MODEL_UPDATE`).
     fn activate_outside(h: &mut H<'_, '_>, version: u32) {
-        let bytes = container(version, &payload(version, 300));
+        stage_outside(h, &container(version, &payload(version, 300)));
         let store = h.rt.updates.as_deref_mut().expect("a store");
-        store.begin("kws", bytes.len()).unwrap();
-        store.write(0, &bytes).unwrap();
-        store.finish().unwrap();
         assert_eq!(store.activate().unwrap().version, version);
     }
 
