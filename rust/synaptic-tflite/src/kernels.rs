@@ -171,6 +171,23 @@ impl Block {
         q.finish(acc, self.multiplier[j])
     }
 
+    /// The whole-filter sums of the block's channels (`k` bytes each).
+    fn sum_filters(
+        &mut self,
+        first: usize,
+        n: usize,
+        filter: &[u8],
+        k: usize,
+    ) -> Result<(), Error> {
+        for j in 0..n {
+            let f = filter
+                .get((first + j) * k..(first + j + 1) * k)
+                .ok_or(SHAPE)?;
+            self.filter_sum[j] = sum(f);
+        }
+        Ok(())
+    }
+
     fn load(
         &mut self,
         first: usize,
@@ -205,6 +222,8 @@ fn rows_of(b: usize, g: &Geometry, rows: &Range<usize>) -> Range<usize> {
 /// inside the image; this computes `Σ w * x + input_offset * Σ w`, equal
 /// modulo 2^32 (where both wrap), with `Σ w` of the whole filter computed
 /// once per output channel for windows that lie wholly inside the image.
+/// On a core with the DSP extension, two neighbouring windows inside the
+/// image are computed together, two channels at a time (`dsp::dot`).
 pub(crate) fn conv(
     g: &Geometry,
     input: &[u8],
@@ -214,83 +233,52 @@ pub(crate) fn conv(
     output: &mut [u8],
     rows: Range<usize>,
 ) -> Result<(), Error> {
+    conv_with::<{ cfg!(synaptic_dsp) }>(g, input, filter, bias, q, output, rows)
+}
+
+/// [`conv`], with (`PACKED`) or without the paired windows of the DSP
+/// extension (both are built on the host, whose tests compare them).
+pub(crate) fn conv_with<const PACKED: bool>(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
     let per_channel = g.filter_h * g.filter_w * g.in_c;
-    let row = g.filter_w * g.in_c;
+    // The zero point fills the taps outside the image: an int8 one.
+    let zero_point = -i64::from(q.input_offset);
+    if PACKED && per_channel <= WINDOW && (-128..=127).contains(&zero_point) {
+        return conv_windows(g, input, filter, bias, q, output, rows);
+    }
     let mut block = Block::new();
     let mut first = 0;
     while first < g.out_c {
         let n = BLOCK.min(g.out_c - first);
         block.load(first, n, bias, q)?;
-        for j in 0..n {
-            let oc = first + j;
-            let f = filter
-                .get(oc * per_channel..(oc + 1) * per_channel)
-                .ok_or(SHAPE)?;
-            block.filter_sum[j] = sum(f);
-        }
+        block.sum_filters(first, n, filter, per_channel)?;
+        let layer = ConvBlock {
+            g,
+            input,
+            filter,
+            q,
+            block: &block,
+            first,
+            n,
+        };
         for b in 0..g.batches {
             for oy in rows_of(b, g, &rows) {
                 let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
                 let ys = taps(origin_y, g.dilation_h, g.filter_h, g.in_h);
-                for ox in 0..g.out_w {
-                    let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
-                    let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
-                    let whole = ys.len() == g.filter_h && xs.len() == g.filter_w;
-                    let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
-                    let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
-                    // Pointwise windows inside the image: one input pixel
-                    // for four channels at a time; the rest below.
-                    let mut done = 0;
-                    if g.filter_h == 1 && g.filter_w == 1 && whole {
-                        let iy = tap(origin_y, 0, 0, g.in_h).ok_or(SHAPE)?;
-                        let ix = tap(origin_x, 0, 0, g.in_w).ok_or(SHAPE)?;
-                        let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
-                        let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
-                        let filters = filter
-                            .get(first * per_channel..(first + n) * per_channel)
-                            .ok_or(SHAPE)?;
-                        let c = g.in_c;
-                        for (k, (o, f)) in out
-                            .chunks_exact_mut(4)
-                            .zip(filters.chunks_exact(4 * c))
-                            .enumerate()
-                        {
-                            let w = [&f[..c], &f[c..2 * c], &f[2 * c..3 * c], &f[3 * c..]];
-                            let d = dot4(pixel, w);
-                            for (i, (o, d)) in o.iter_mut().zip(d).enumerate() {
-                                *o = block.finish(q, 4 * k + i, d);
-                            }
-                        }
-                        done = n / 4 * 4;
-                    }
-                    for (j, o) in out.iter_mut().enumerate().skip(done) {
-                        let oc = first + j;
-                        let f = filter
-                            .get(oc * per_channel..(oc + 1) * per_channel)
-                            .ok_or(SHAPE)?;
-                        let mut acc: i32 = 0;
-                        let mut filter_sum: i32 = 0;
-                        for fy in ys.clone() {
-                            let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
-                            for fx in xs.clone() {
-                                let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
-                                let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
-                                let pixel = input.get(base..base + g.in_c).ok_or(SHAPE)?;
-                                let fb = fy * row + fx * g.in_c;
-                                let weights = f.get(fb..fb + g.in_c).ok_or(SHAPE)?;
-                                acc = acc.wrapping_add(dot(pixel, weights));
-                                if !whole {
-                                    filter_sum = filter_sum.wrapping_add(sum(weights));
-                                }
-                            }
-                        }
-                        if whole {
-                            filter_sum = block.filter_sum[j];
-                        }
-                        let acc = acc
-                            .wrapping_add(filter_sum.wrapping_mul(q.input_offset))
-                            .wrapping_add(block.bias[j]);
-                        *o = q.finish(acc, block.multiplier[j]);
+                let mut ox = 0;
+                while ox < g.out_w {
+                    if PACKED && ox + 1 < g.out_w && layer.pair(b, oy, ox, ys.clone(), output)? {
+                        ox += 2;
+                    } else {
+                        layer.pixel(b, oy, ox, ys.clone(), output)?;
+                        ox += 1;
                     }
                 }
             }
@@ -298,6 +286,267 @@ pub(crate) fn conv(
         first += n;
     }
     Ok(())
+}
+
+/// Most bytes of one window (`filter_h * filter_w * in_c`) that
+/// [`conv_windows`] copies out (two windows on the stack, 1 KB).
+const WINDOW: usize = 512;
+
+/// [`conv`] on the DSP extension for filters of at most [`WINDOW`] bytes:
+/// each window is one contiguous row of `filter_h * filter_w * in_c`
+/// bytes, like its filter (the input pixel itself for a pointwise window
+/// inside the image, else copied out, taps outside the image filled with
+/// the input's zero point, whose term `x + input_offset` is 0 as the
+/// reference's skipped taps are), so every output is one dot product over
+/// the whole filter, two windows by two channels at a time (`dsp::dot2x2`).
+fn conv_windows(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let k = g.filter_h * g.filter_w * g.in_c;
+    let zero = (-q.input_offset) as i8 as u8;
+    let mut copies = [0u8; 2 * WINDOW];
+    let (copy0, copy1) = copies.split_at_mut(WINDOW);
+    let mut block = Block::new();
+    let mut first = 0;
+    while first < g.out_c {
+        let n = BLOCK.min(g.out_c - first);
+        block.load(first, n, bias, q)?;
+        block.sum_filters(first, n, filter, k)?;
+        let filters = filter.get(first * k..(first + n) * k).ok_or(SHAPE)?;
+        for b in 0..g.batches {
+            for oy in rows_of(b, g, &rows) {
+                let mut ox = 0;
+                while ox < g.out_w {
+                    let two = ox + 1 < g.out_w;
+                    let x0 = window(g, input, zero, b, oy, ox, &mut copy0[..k])?;
+                    let x1 = if two {
+                        window(g, input, zero, b, oy, ox + 1, &mut copy1[..k])?
+                    } else {
+                        x0
+                    };
+                    let at0 = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
+                    let mut j = 0;
+                    while j < n {
+                        // An odd last channel is computed twice.
+                        let j1 = (j + 1).min(n - 1);
+                        let w0 = filters.get(j * k..(j + 1) * k).ok_or(SHAPE)?;
+                        let w1 = filters.get(j1 * k..(j1 + 1) * k).ok_or(SHAPE)?;
+                        let acc = if two {
+                            crate::dsp::dot2x2(x0, x1, w0, w1, [0; 4])
+                        } else {
+                            let [a0, a1] = crate::dsp::dot1x2(x0, w0, w1);
+                            [a0, a1, 0, 0]
+                        };
+                        for (c, jc) in [j, j1].into_iter().enumerate().take(1 + j1 - j) {
+                            *output.get_mut(at0 + jc).ok_or(SHAPE)? = block.finish(q, jc, acc[c]);
+                            if two {
+                                *output.get_mut(at0 + g.out_c + jc).ok_or(SHAPE)? =
+                                    block.finish(q, jc, acc[2 + c]);
+                            }
+                        }
+                        j += 2;
+                    }
+                    ox += if two { 2 } else { 1 };
+                }
+            }
+        }
+        first += n;
+    }
+    Ok(())
+}
+
+/// The window of output pixel `(b, oy, ox)` as one row of `copy.len()`
+/// bytes: the input pixel itself for a pointwise window inside the image,
+/// else copied into `copy`, taps outside the image `zero`.
+fn window<'x>(
+    g: &Geometry,
+    input: &'x [u8],
+    zero: u8,
+    b: usize,
+    oy: usize,
+    ox: usize,
+    copy: &'x mut [u8],
+) -> Result<&'x [u8], Error> {
+    let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+    let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+    let pixel = |iy: usize, ix: usize| ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+    if g.filter_h == 1 && g.filter_w == 1 {
+        if let (Some(iy), Some(ix)) = (tap(origin_y, 0, 0, g.in_h), tap(origin_x, 0, 0, g.in_w)) {
+            let at = pixel(iy, ix);
+            return input.get(at..at + g.in_c).ok_or(SHAPE);
+        }
+    }
+    for (t, dst) in copy.chunks_exact_mut(g.in_c).enumerate() {
+        let (fy, fx) = (t / g.filter_w, t % g.filter_w);
+        match (
+            tap(origin_y, g.dilation_h, fy, g.in_h),
+            tap(origin_x, g.dilation_w, fx, g.in_w),
+        ) {
+            (Some(iy), Some(ix)) => {
+                let at = pixel(iy, ix);
+                dst.copy_from_slice(input.get(at..at + g.in_c).ok_or(SHAPE)?);
+            }
+            _ => dst.fill(zero),
+        }
+    }
+    Ok(copy)
+}
+
+/// One block of a convolution's output channels, `first..first + n`.
+struct ConvBlock<'a> {
+    g: &'a Geometry,
+    input: &'a [u8],
+    filter: &'a [u8],
+    q: &'a Requantize<'a>,
+    block: &'a Block,
+    first: usize,
+    n: usize,
+}
+
+impl ConvBlock<'_> {
+    /// The input row `iy` of the window starting at column `ix`:
+    /// `filter_w * in_c` bytes (contiguous at dilation 1).
+    fn window_row(&self, b: usize, iy: usize, ix: usize) -> Result<&[u8], Error> {
+        let g = self.g;
+        let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+        self.input
+            .get(base..base + g.filter_w * g.in_c)
+            .ok_or(SHAPE)
+    }
+
+    /// Row `fy` of output channel `oc`'s filter.
+    fn filter_row(&self, oc: usize, fy: usize) -> Result<&[u8], Error> {
+        let g = self.g;
+        let row = g.filter_w * g.in_c;
+        let at = oc * g.filter_h * row + fy * row;
+        self.filter.get(at..at + row).ok_or(SHAPE)
+    }
+
+    /// The outputs of the windows at `ox` and `ox + 1`, if both lie wholly
+    /// inside the image at dilation 1 along x (else `false`, nothing
+    /// written): every filter row is one contiguous dot product, two
+    /// windows by two channels at a time.
+    fn pair(
+        &self,
+        b: usize,
+        oy: usize,
+        ox: usize,
+        ys: Range<usize>,
+        output: &mut [u8],
+    ) -> Result<bool, Error> {
+        let g = self.g;
+        let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+        let next_x = origin_x + g.stride_w as isize;
+        let whole = |origin| taps(origin, 1, g.filter_w, g.in_w).len() == g.filter_w;
+        if g.dilation_w != 1 || ys.len() != g.filter_h || !whole(origin_x) || !whole(next_x) {
+            return Ok(false);
+        }
+        let (ix0, ix1) = (origin_x as usize, next_x as usize);
+        let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+        let at0 = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + self.first;
+        let at1 = at0 + g.out_c;
+        let mut j = 0;
+        while j < self.n {
+            // An odd last channel is computed twice, once thrown away.
+            let (oc0, oc1) = (self.first + j, self.first + (j + 1).min(self.n - 1));
+            let mut acc = [0i32; 4];
+            for fy in ys.clone() {
+                let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                let (x0, x1) = (self.window_row(b, iy, ix0)?, self.window_row(b, iy, ix1)?);
+                let (w0, w1) = (self.filter_row(oc0, fy)?, self.filter_row(oc1, fy)?);
+                acc = crate::dsp::dot2x2(x0, x1, w0, w1, acc);
+            }
+            for (c, k) in (j..self.n.min(j + 2)).enumerate() {
+                *output.get_mut(at0 + k).ok_or(SHAPE)? = self.block.finish(self.q, k, acc[c]);
+                *output.get_mut(at1 + k).ok_or(SHAPE)? = self.block.finish(self.q, k, acc[2 + c]);
+            }
+            j += 2;
+        }
+        Ok(true)
+    }
+
+    /// The outputs of the window at `ox`, any geometry.
+    fn pixel(
+        &self,
+        b: usize,
+        oy: usize,
+        ox: usize,
+        ys: Range<usize>,
+        output: &mut [u8],
+    ) -> Result<(), Error> {
+        let (g, q, block, first, n) = (self.g, self.q, self.block, self.first, self.n);
+        let per_channel = g.filter_h * g.filter_w * g.in_c;
+        let row = g.filter_w * g.in_c;
+        let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+        let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+        let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+        let whole = ys.len() == g.filter_h && xs.len() == g.filter_w;
+        let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
+        let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+        // Pointwise windows inside the image: one input pixel for four
+        // channels at a time; the rest below.
+        let mut done = 0;
+        if g.filter_h == 1 && g.filter_w == 1 && whole {
+            let iy = tap(origin_y, 0, 0, g.in_h).ok_or(SHAPE)?;
+            let ix = tap(origin_x, 0, 0, g.in_w).ok_or(SHAPE)?;
+            let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+            let pixel = self.input.get(base..base + g.in_c).ok_or(SHAPE)?;
+            let filters = self
+                .filter
+                .get(first * per_channel..(first + n) * per_channel)
+                .ok_or(SHAPE)?;
+            let c = g.in_c;
+            for (k, (o, f)) in out
+                .chunks_exact_mut(4)
+                .zip(filters.chunks_exact(4 * c))
+                .enumerate()
+            {
+                let w = [&f[..c], &f[c..2 * c], &f[2 * c..3 * c], &f[3 * c..]];
+                let d = dot4(pixel, w);
+                for (i, (o, d)) in o.iter_mut().zip(d).enumerate() {
+                    *o = block.finish(q, 4 * k + i, d);
+                }
+            }
+            done = n / 4 * 4;
+        }
+        for (j, o) in out.iter_mut().enumerate().skip(done) {
+            let oc = first + j;
+            let f = self
+                .filter
+                .get(oc * per_channel..(oc + 1) * per_channel)
+                .ok_or(SHAPE)?;
+            let mut acc: i32 = 0;
+            let mut filter_sum: i32 = 0;
+            for fy in ys.clone() {
+                let iy = (origin_y + (g.dilation_h * fy) as isize) as usize;
+                for fx in xs.clone() {
+                    let ix = (origin_x + (g.dilation_w * fx) as isize) as usize;
+                    let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c;
+                    let pixel = self.input.get(base..base + g.in_c).ok_or(SHAPE)?;
+                    let fb = fy * row + fx * g.in_c;
+                    let weights = f.get(fb..fb + g.in_c).ok_or(SHAPE)?;
+                    acc = acc.wrapping_add(dot(pixel, weights));
+                    if !whole {
+                        filter_sum = filter_sum.wrapping_add(sum(weights));
+                    }
+                }
+            }
+            if whole {
+                filter_sum = block.filter_sum[j];
+            }
+            let acc = acc
+                .wrapping_add(filter_sum.wrapping_mul(q.input_offset))
+                .wrapping_add(block.bias[j]);
+            *o = q.finish(acc, block.multiplier[j]);
+        }
+        Ok(())
+    }
 }
 
 /// `reference_integer_ops::DepthwiseConvPerChannel`.
@@ -784,7 +1033,7 @@ mod tests {
             s ^= s << 5;
             (s % n) as usize
         };
-        for case in 0..400 {
+        for case in 0..4000 {
             let depthwise = case % 2 == 1;
             let dm = if depthwise {
                 [1, 1, 3, 8, 70][next(5)]
@@ -832,7 +1081,7 @@ mod tests {
                 .flat_map(|_| {
                     let (m, sh) = crate::quant::quantize_ratio(
                         1 + next(1 << 20) as u64,
-                        -24 - next(8) as i32,
+                        -20 - next(12) as i32,
                         3,
                     );
                     [m.to_le_bytes(), sh.to_le_bytes()].concat()
@@ -846,25 +1095,34 @@ mod tests {
                 channels: &channels,
             };
             let want = reference(&g, depthwise, &x, &f, &bias, &q);
-            let run = |rows: Range<usize>, out: &mut [u8]| {
-                if depthwise {
-                    depthwise_conv(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
-                } else {
-                    conv(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
+            // Both builds' kernels: the portable ones and the DSP
+            // extension's (whose instructions are portable Rust here).
+            for packed in [false, true] {
+                let run = |rows: Range<usize>, out: &mut [u8]| {
+                    if depthwise {
+                        depthwise_conv(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
+                    } else if packed {
+                        conv_with::<true>(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
+                    } else {
+                        conv_with::<false>(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
+                    }
+                };
+                let all = g.batches * g.out_h;
+                let mut got = std::vec![0u8; want.len()];
+                run(0..all, &mut got);
+                assert_eq!(got, want, "case {case} (packed {packed}): {g:?}");
+                // The same rows in slices (as a sliced run computes them),
+                // slice length 1 to 3, across batch boundaries.
+                let mut sliced = std::vec![0u8; want.len()];
+                let step = 1 + case % 3;
+                for start in (0..all).step_by(step) {
+                    run(start..(start + step).min(all), &mut sliced);
                 }
-            };
-            let all = g.batches * g.out_h;
-            let mut got = std::vec![0u8; want.len()];
-            run(0..all, &mut got);
-            assert_eq!(got, want, "case {case}: {g:?}");
-            // The same rows in slices (as a sliced run computes them),
-            // slice length 1 to 3, across batch boundaries.
-            let mut sliced = std::vec![0u8; want.len()];
-            let step = 1 + case % 3;
-            for start in (0..all).step_by(step) {
-                run(start..(start + step).min(all), &mut sliced);
+                assert_eq!(
+                    sliced, want,
+                    "case {case} (packed {packed}) in slices of {step}: {g:?}"
+                );
             }
-            assert_eq!(sliced, want, "case {case} in slices of {step}: {g:?}");
         }
     }
 }

@@ -290,6 +290,12 @@ fn run(case: &Case, arena: &mut [u8]) -> bool {
             }
         }
         summary(case.name, interpreter, total, case.inputs.len() as u64);
+        let mut last = cycles();
+        let _ = interpreter.invoke_observed(|k, _| {
+            let now = cycles();
+            printkln!("tflite_golden: profile {} op {} {}", case.name, k, now.wrapping_sub(last));
+            last = cycles();
+        });
         if case.name == "person_detect" {
             printkln!(
                 "tflite_golden: person_detect arena {} B vs TFLite Micro's published {} B ({}%)",

@@ -1,0 +1,237 @@
+//! The DSP extension's SIMD instructions the int8 kernels use, and the
+//! dot products built on them.
+//!
+//! On a core with the extension (`cfg(synaptic_dsp)`, see `build.rs`) each
+//! function below is one instruction; elsewhere it is the same arithmetic
+//! in portable Rust, so that host tests run the packed kernels exactly as
+//! the core does and compare them with the portable ones.
+
+/// `SXTB16`: bytes 0 and 2 of `x`, sign-extended into the low and high
+/// int16 halves.
+#[inline(always)]
+pub(crate) fn sxtb16(x: u32) -> u32 {
+    #[cfg(synaptic_dsp)]
+    {
+        let r: u32;
+        // SAFETY: one register-to-register instruction of the DSP extension,
+        // which `cfg(synaptic_dsp)` guarantees the core has; no memory, no
+        // stack, no flags. `.cpu` lets LLVM's assembler accept it on the
+        // plain thumbv8m.main targets Zephyr builds for.
+        unsafe {
+            core::arch::asm!(
+                ".cpu cortex-m33",
+                "sxtb16 {r}, {x}",
+                r = lateout(reg) r,
+                x = in(reg) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        r
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        let lo = u32::from(x as u8 as i8 as i16 as u16);
+        let hi = u32::from((x >> 16) as u8 as i8 as i16 as u16);
+        lo | hi << 16
+    }
+}
+
+/// `SXTB16 ..., ROR #8`: bytes 1 and 3 of `x`, sign-extended into the low
+/// and high int16 halves.
+#[inline(always)]
+pub(crate) fn sxtb16_ror8(x: u32) -> u32 {
+    #[cfg(synaptic_dsp)]
+    {
+        let r: u32;
+        // SAFETY: as in `sxtb16`.
+        unsafe {
+            core::arch::asm!(
+                ".cpu cortex-m33",
+                "sxtb16 {r}, {x}, ror #8",
+                r = lateout(reg) r,
+                x = in(reg) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        r
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        sxtb16(x >> 8)
+    }
+}
+
+/// `SMLAD`: `acc` plus the products of the low int16 halves and of the
+/// high ones, wrapping (the instruction sets the Q flag on overflow and
+/// keeps the low 32 bits).
+#[inline(always)]
+pub(crate) fn smlad(a: u32, b: u32, acc: i32) -> i32 {
+    #[cfg(synaptic_dsp)]
+    {
+        let r: i32;
+        // SAFETY: as in `sxtb16`; SMLAD writes only the Q flag, which no
+        // Rust code reads (`preserves_flags` covers N, Z, C, V).
+        unsafe {
+            core::arch::asm!(
+                ".cpu cortex-m33",
+                "smlad {r}, {a}, {b}, {acc}",
+                r = lateout(reg) r,
+                a = in(reg) a,
+                b = in(reg) b,
+                acc = in(reg) acc,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        r
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        let lo = i32::from(a as i16) * i32::from(b as i16);
+        let hi = i32::from((a >> 16) as i16) * i32::from((b >> 16) as i16);
+        acc.wrapping_add(lo).wrapping_add(hi)
+    }
+}
+
+/// A little-endian word from four bytes (one unaligned load on
+/// Cortex-M33).
+#[inline(always)]
+fn word(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// A word split into its even and its odd bytes, as int16 pairs.
+#[inline(always)]
+fn split(b: &[u8]) -> (u32, u32) {
+    let w = word(b);
+    (sxtb16(w), sxtb16_ror8(w))
+}
+
+/// `Σ x * w` over int8 rows of one length, added to `acc`: rows `x0` and
+/// `x1` with filter rows `w0` and `w1`, as `[x0 w0, x0 w1, x1 w0, x1 w1]`.
+///
+/// Four bytes at a time: `SXTB16` splits a word into its even and its odd
+/// bytes as int16 pairs, the same split for `x` and `w`, so `SMLAD` adds
+/// byte 0's product and byte 2's, then byte 1's and byte 3's. Every
+/// product fits an int16 x int16 and the sums wrap, so any order gives the
+/// reference's value. Each word is split once and used twice: 16 products
+/// cost 4 loads, 8 splits and 8 `SMLAD`s.
+// Not inlined: on Cortex-M its four accumulators and four pointers then
+// stay in registers.
+#[inline(never)]
+pub(crate) fn dot2x2(x0: &[u8], x1: &[u8], w0: &[u8], w1: &[u8], acc: [i32; 4]) -> [i32; 4] {
+    let [mut a00, mut a01, mut a10, mut a11] = acc;
+    let n = x0.len().min(x1.len()).min(w0.len()).min(w1.len());
+    let (x0, x1, w0, w1) = (&x0[..n], &x1[..n], &w0[..n], &w1[..n]);
+    // One index for the four rows (one register, not four iterators).
+    let mut i = 0;
+    while i + 4 <= n {
+        let (x0e, x0o) = split(&x0[i..i + 4]);
+        let (w0e, w0o) = split(&w0[i..i + 4]);
+        a00 = smlad(x0o, w0o, smlad(x0e, w0e, a00));
+        let (w1e, w1o) = split(&w1[i..i + 4]);
+        a01 = smlad(x0o, w1o, smlad(x0e, w1e, a01));
+        let (x1e, x1o) = split(&x1[i..i + 4]);
+        a10 = smlad(x1o, w0o, smlad(x1e, w0e, a10));
+        a11 = smlad(x1o, w1o, smlad(x1e, w1e, a11));
+        i += 4;
+    }
+    while i < n {
+        let (x0, x1) = (i32::from(x0[i] as i8), i32::from(x1[i] as i8));
+        let (w0, w1) = (i32::from(w0[i] as i8), i32::from(w1[i] as i8));
+        a00 = a00.wrapping_add(x0 * w0);
+        a01 = a01.wrapping_add(x0 * w1);
+        a10 = a10.wrapping_add(x1 * w0);
+        a11 = a11.wrapping_add(x1 * w1);
+        i += 1;
+    }
+    [a00, a01, a10, a11]
+}
+
+/// `Σ x * w` of one int8 row with two filter rows, all of one length, as
+/// `[x w0, x w1]`: as [`dot2x2`], 8 products for 3 loads, 6 splits and 4
+/// `SMLAD`s.
+#[inline(never)]
+pub(crate) fn dot1x2(x: &[u8], w0: &[u8], w1: &[u8]) -> [i32; 2] {
+    let (mut a0, mut a1) = (0i32, 0i32);
+    let mut xs = x.chunks_exact(4);
+    let (mut w0s, mut w1s) = (w0.chunks_exact(4), w1.chunks_exact(4));
+    for ((x, w0), w1) in (&mut xs).zip(&mut w0s).zip(&mut w1s) {
+        let (xe, xo) = split(x);
+        let (w0e, w0o) = split(w0);
+        a0 = smlad(xo, w0o, smlad(xe, w0e, a0));
+        let (w1e, w1o) = split(w1);
+        a1 = smlad(xo, w1o, smlad(xe, w1e, a1));
+    }
+    let tails = xs.remainder().iter().zip(w0s.remainder());
+    for ((&x, &w0), &w1) in tails.zip(w1s.remainder()) {
+        let x = i32::from(x as i8);
+        a0 = a0.wrapping_add(x * i32::from(w0 as i8));
+        a1 = a1.wrapping_add(x * i32::from(w1 as i8));
+    }
+    [a0, a1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The portable instructions against their definitions, over words
+    /// whose bytes take every sign and magnitude.
+    #[test]
+    fn instructions_match_their_definitions() {
+        let mut state = 0x1234_5678u32;
+        for _ in 0..100_000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let (a, b) = (state, state.rotate_left(11) ^ 0x8080_7f01);
+            let bytes = a.to_le_bytes().map(|b| i32::from(b as i8));
+            let even = sxtb16(a);
+            let odd = sxtb16_ror8(a);
+            assert_eq!(i32::from(even as i16), bytes[0]);
+            assert_eq!(i32::from((even >> 16) as i16), bytes[2]);
+            assert_eq!(i32::from(odd as i16), bytes[1]);
+            assert_eq!(i32::from((odd >> 16) as i16), bytes[3]);
+            let acc = a as i32;
+            let want = i64::from(acc)
+                + i64::from(a as i16) * i64::from(b as i16)
+                + i64::from((a >> 16) as i16) * i64::from((b >> 16) as i16);
+            assert_eq!(smlad(a, b, acc), want as i32);
+        }
+    }
+
+    /// The dot products against the plain sums for every length up to 40
+    /// (all four remainders) and random bytes.
+    #[test]
+    fn dots_are_the_plain_sums() {
+        let mut state = 0x9e37_79b9u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as u8
+        };
+        for len in 0..40 {
+            let rows: [[u8; 40]; 4] = core::array::from_fn(|_| core::array::from_fn(|_| next()));
+            let [x0, x1, w0, w1] = rows.each_ref().map(|r| &r[..len]);
+            let plain = |x: &[u8], w: &[u8]| {
+                x.iter().zip(w).fold(0i32, |s, (&x, &w)| {
+                    s + i32::from(x as i8) * i32::from(w as i8)
+                })
+            };
+            let got = dot2x2(x0, x1, w0, w1, [7, 8, 9, 10]);
+            let want = [
+                7 + plain(x0, w0),
+                8 + plain(x0, w1),
+                9 + plain(x1, w0),
+                10 + plain(x1, w1),
+            ];
+            assert_eq!(got, want, "len {len}");
+            assert_eq!(
+                dot1x2(x0, w0, w1),
+                [plain(x0, w0), plain(x0, w1)],
+                "len {len}"
+            );
+        }
+    }
+}
