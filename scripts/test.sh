@@ -132,6 +132,12 @@ tier_host() {
             env RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$root/rust/target/loom" \
             cargo test -p synaptic-ring --test loom --release
     fi
+    # The interpreter's property suites again through the convolutions'
+    # DSP-extension paths (their instructions in portable Rust): every
+    # operator family's generated models and the networks, byte for byte
+    # against LiteRT, as a core with the extension runs them.
+    cargo_tests "synaptic-tflite property suites, packed kernels (release)" \
+        cargo test --release -p synaptic-tflite --features packed-kernels --test ops --test networks
     cargo_tests "miri: ring, region and exchange views, arena (nightly)" miri_tests
     cargo_tests "100,000-serve soak in the two-core simulator (release)" \
         cargo test --release -p synaptic-sim --test soak -- --ignored

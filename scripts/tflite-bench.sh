@@ -9,7 +9,8 @@
 #   N of them, divided by N; and the ratio ours / reference.
 # * mps2/an521 (if a Zephyr workspace is present): tests/tflite_golden in
 #   QEMU, whose emulated k_cycle_get_32 cycles per inference and per MAC
-#   and the person detector's arena (vs TFLite Micro's published 136 KiB)
+#   and each network's arena (TFLite Micro's own, measured in the same
+#   run, is in scripts/peer-bench.sh's table)
 #   are copied into the table.
 #
 #   scripts/tflite-bench.sh [output directory]   (default: build/bench)
@@ -102,8 +103,6 @@ for model, _inp, n, ours, ref, macs in host:
     o, r = ours / n, ref / n
     cyc, _, per_mac, arena = target.get(model, (None, None, "-", None))
     arena_s = f"{arena:,} B" if arena else "-"
-    if model == "person_detect" and arena:
-        arena_s += f" (TFLite Micro: 139,264 B, {arena / 139264:.2f}x)"
     print(f"| {model} | {o:,.0f} | {r:,.0f} | {o / r:.2f}x | {int(macs):,} | "
           f"{f'{cyc:,}' if cyc else '-'} | {per_mac} | {arena_s} |")
 # The networks measured on the target only (the MLPerf Tiny ones).
@@ -112,7 +111,9 @@ for model, (cyc, macs, per_mac, arena) in target.items():
         print(f"| {model} | - | - | - | {macs:,} | {cyc:,} | {per_mac} | {arena:,} B |")
 print("\nHost: callgrind instruction counts of the invokes only (mean of "
       f"{host[0][2]} per model, same run, same input: person.u8 / yes.u8). "
-      "an521: QEMU -icount k_cycle_get_32 ticks (emulated, deterministic), mean over the two shipped inputs "
+      "an521: QEMU -icount k_cycle_get_32 ticks (emulated, deterministic) on CPU0 with the DSP extension and FPU "
+      "(the MCXN947's CPU0, CONFIG_SYNAPTIC_EMULATE_MCXN947_CPU0), interpreter at opt-level 3, "
+      "mean over the two shipped inputs "
       "(the MLPerf Tiny networks: over inputs 0-2 of their LiteRT comparison).")
 EOF
 cat "$out/tflite.md"

@@ -61,36 +61,66 @@ pub(crate) fn sxtb16_ror8(x: u32) -> u32 {
     }
 }
 
-/// `SMLAD`: `acc` plus the products of the low int16 halves and of the
-/// high ones, wrapping (the instruction sets the Q flag on overflow and
-/// keeps the low 32 bits).
-#[inline(always)]
-pub(crate) fn smlad(a: u32, b: u32, acc: i32) -> i32 {
-    #[cfg(synaptic_dsp)]
-    {
-        let r: i32;
-        // SAFETY: as in `sxtb16`; SMLAD writes only the Q flag, which no
-        // Rust code reads (`preserves_flags` covers N, Z, C, V).
-        unsafe {
-            core::arch::asm!(
-                ".cpu cortex-m33",
-                "smlad {r}, {a}, {b}, {acc}",
-                r = lateout(reg) r,
-                a = in(reg) a,
-                b = in(reg) b,
-                acc = in(reg) acc,
-                options(pure, nomem, nostack, preserves_flags)
-            );
+/// A multiply-accumulate instruction of the DSP extension on int16
+/// halves, as a function: one instruction where the core has it, else the
+/// portable arithmetic given (all wrap: the instructions set the Q flag
+/// on overflow and keep the low 32 bits).
+macro_rules! multiply_accumulate {
+    ($(#[$doc:meta])* $name:ident, $instruction:literal, |$a:ident, $b:ident, $acc:ident| $portable:expr) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $name($a: u32, $b: u32, $acc: i32) -> i32 {
+            #[cfg(synaptic_dsp)]
+            {
+                let r: i32;
+                // SAFETY: as in `sxtb16`; the instruction writes only the Q
+                // flag, which no Rust code reads (`preserves_flags` covers
+                // N, Z, C, V).
+                unsafe {
+                    core::arch::asm!(
+                        ".cpu cortex-m33",
+                        concat!($instruction, " {r}, {a}, {b}, {acc}"),
+                        r = lateout(reg) r,
+                        a = in(reg) $a,
+                        b = in(reg) $b,
+                        acc = in(reg) $acc,
+                        options(pure, nomem, nostack, preserves_flags)
+                    );
+                }
+                r
+            }
+            #[cfg(not(synaptic_dsp))]
+            {
+                $portable
+            }
         }
-        r
-    }
-    #[cfg(not(synaptic_dsp))]
-    {
-        let lo = i32::from(a as i16) * i32::from(b as i16);
-        let hi = i32::from((a >> 16) as i16) * i32::from((b >> 16) as i16);
-        acc.wrapping_add(lo).wrapping_add(hi)
-    }
+    };
 }
+
+/// The low int16 half of `x`, and the high one.
+#[inline(always)]
+fn halves(x: u32) -> (i32, i32) {
+    (i32::from(x as i16), i32::from((x >> 16) as i16))
+}
+
+multiply_accumulate!(
+    /// `SMLAD`: `acc` plus the products of the low int16 halves and of
+    /// the high ones.
+    smlad, "smlad", |a, b, acc| {
+        let ((a0, a1), (b0, b1)) = (halves(a), halves(b));
+        acc.wrapping_add(a0 * b0).wrapping_add(a1 * b1)
+    }
+);
+
+multiply_accumulate!(
+    /// `SMLABB`: `acc` plus the product of the low int16 halves.
+    smlabb, "smlabb", |a, b, acc| acc.wrapping_add(halves(a).0 * halves(b).0)
+);
+
+multiply_accumulate!(
+    /// `SMLATT`: `acc` plus the product of the high int16 halves.
+    smlatt, "smlatt", |a, b, acc| acc.wrapping_add(halves(a).1 * halves(b).1)
+);
 
 /// A little-endian word from four bytes (one unaligned load on
 /// Cortex-M33).
@@ -104,6 +134,20 @@ fn word(b: &[u8]) -> u32 {
 fn split(b: &[u8]) -> (u32, u32) {
     let w = word(b);
     (sxtb16(w), sxtb16_ror8(w))
+}
+
+/// `acc[i] + x[i] * w[i]` for four int8 lanes (four channels of a
+/// depthwise convolution): 4 products for 2 loads, 4 splits and 4
+/// multiply-accumulates.
+#[inline(always)]
+pub(crate) fn mac4(x: &[u8], w: &[u8], acc: [i32; 4]) -> [i32; 4] {
+    let ((xe, xo), (we, wo)) = (split(x), split(w));
+    [
+        smlabb(xe, we, acc[0]),
+        smlabb(xo, wo, acc[1]),
+        smlatt(xe, we, acc[2]),
+        smlatt(xo, wo, acc[3]),
+    ]
 }
 
 /// `Σ x * w` over int8 rows of one length, added to `acc`: rows `x0` and
@@ -197,6 +241,16 @@ mod tests {
                 + i64::from(a as i16) * i64::from(b as i16)
                 + i64::from((a >> 16) as i16) * i64::from((b >> 16) as i16);
             assert_eq!(smlad(a, b, acc), want as i32);
+            let low = i64::from(acc) + i64::from(a as i16) * i64::from(b as i16);
+            let high = i64::from(acc) + i64::from((a >> 16) as i16) * i64::from((b >> 16) as i16);
+            assert_eq!(smlabb(a, b, acc), low as i32);
+            assert_eq!(smlatt(a, b, acc), high as i32);
+            let (xs, ws) = (a.to_le_bytes(), b.to_le_bytes());
+            let got = mac4(&xs, &ws, [1, 2, 3, 4]);
+            for i in 0..4 {
+                let product = i32::from(xs[i] as i8) * i32::from(ws[i] as i8);
+                assert_eq!(got[i], 1 + i as i32 + product);
+            }
         }
     }
 

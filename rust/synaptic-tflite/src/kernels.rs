@@ -21,7 +21,7 @@ use core::ops::Range;
 use crate::model::Geometry;
 use crate::quant::{
     clamp, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64,
-    multiply_by_quantized_multiplier_once, scale_as_double, unpack_double,
+    multiply_by_quantized_multiplier_once, scale_as_double, unpack_double, Multiplier,
 };
 use crate::Error;
 
@@ -74,8 +74,8 @@ impl<'a> Requantize<'a> {
     }
 
     #[inline(always)]
-    fn finish(&self, acc: i32, multiplier: (i32, i32)) -> u8 {
-        let scaled = multiply_by_quantized_multiplier(acc, multiplier.0, multiplier.1);
+    fn finish(&self, acc: i32, multiplier: Multiplier) -> u8 {
+        let scaled = multiplier.apply(acc);
         clamp(
             scaled.wrapping_add(self.output_offset),
             self.act_min,
@@ -90,6 +90,11 @@ fn tap(origin: isize, step: usize, k: usize, size: usize) -> Option<usize> {
     let p = origin + (step * k) as isize;
     (p >= 0 && (p as usize) < size).then_some(p as usize)
 }
+
+/// The convolutions take the DSP extension's packed paths: on a core with
+/// it, and on the host with the `packed-kernels` feature (the same
+/// arithmetic in portable Rust, so the host's property tests run them).
+const PACKED: bool = cfg!(any(synaptic_dsp, feature = "packed-kernels"));
 
 /// Output channels whose bias, multiplier and filter sum a convolution
 /// decodes at once (on the stack, 1 KB).
@@ -149,41 +154,46 @@ fn taps(origin: isize, step: usize, count: usize, size: usize) -> core::ops::Ran
 /// channels `first..first + n`.
 struct Block {
     bias: [i32; BLOCK],
-    multiplier: [(i32, i32); BLOCK],
+    multiplier: [Multiplier; BLOCK],
     filter_sum: [i32; BLOCK],
+    /// `bias + input_offset * filter_sum`: what a whole window adds to
+    /// `Σ w * x`.
+    whole: [i32; BLOCK],
 }
 
 impl Block {
     fn new() -> Self {
         Self {
             bias: [0; BLOCK],
-            multiplier: [(0, 0); BLOCK],
+            multiplier: [Multiplier::default(); BLOCK],
             filter_sum: [0; BLOCK],
+            whole: [0; BLOCK],
         }
     }
 
     /// Output byte of block channel `j` from `Σ w * x` of a whole window.
     #[inline(always)]
     fn finish(&self, q: &Requantize<'_>, j: usize, dot: i32) -> u8 {
-        let acc = dot
-            .wrapping_add(self.filter_sum[j].wrapping_mul(q.input_offset))
-            .wrapping_add(self.bias[j]);
-        q.finish(acc, self.multiplier[j])
+        q.finish(dot.wrapping_add(self.whole[j]), self.multiplier[j])
     }
 
-    /// The whole-filter sums of the block's channels (`k` bytes each).
+    /// The whole-filter sums of the block's channels (`k` bytes each),
+    /// after [`load`](Self::load).
     fn sum_filters(
         &mut self,
         first: usize,
         n: usize,
         filter: &[u8],
         k: usize,
+        q: &Requantize<'_>,
     ) -> Result<(), Error> {
         for j in 0..n {
             let f = filter
                 .get((first + j) * k..(first + j + 1) * k)
                 .ok_or(SHAPE)?;
             self.filter_sum[j] = sum(f);
+            self.whole[j] =
+                self.bias[j].wrapping_add(self.filter_sum[j].wrapping_mul(q.input_offset));
         }
         Ok(())
     }
@@ -200,7 +210,8 @@ impl Block {
                 Some(bias) => word(bias, first + j)?,
                 None => 0,
             };
-            self.multiplier[j] = channel(q.channels, first + j)?;
+            let (m, shift) = channel(q.channels, first + j)?;
+            self.multiplier[j] = Multiplier::new(m, shift);
         }
         Ok(())
     }
@@ -233,7 +244,7 @@ pub(crate) fn conv(
     output: &mut [u8],
     rows: Range<usize>,
 ) -> Result<(), Error> {
-    conv_with::<{ cfg!(synaptic_dsp) }>(g, input, filter, bias, q, output, rows)
+    conv_with::<PACKED>(g, input, filter, bias, q, output, rows)
 }
 
 /// [`conv`], with (`PACKED`) or without the paired windows of the DSP
@@ -258,7 +269,7 @@ pub(crate) fn conv_with<const PACKED: bool>(
     while first < g.out_c {
         let n = BLOCK.min(g.out_c - first);
         block.load(first, n, bias, q)?;
-        block.sum_filters(first, n, filter, per_channel)?;
+        block.sum_filters(first, n, filter, per_channel, q)?;
         let layer = ConvBlock {
             g,
             input,
@@ -317,7 +328,7 @@ fn conv_windows(
     while first < g.out_c {
         let n = BLOCK.min(g.out_c - first);
         block.load(first, n, bias, q)?;
-        block.sum_filters(first, n, filter, k)?;
+        block.sum_filters(first, n, filter, k, q)?;
         let filters = filter.get(first * k..(first + n) * k).ok_or(SHAPE)?;
         for b in 0..g.batches {
             for oy in rows_of(b, g, &rows) {
@@ -553,8 +564,51 @@ impl ConvBlock<'_> {
 ///
 /// Channels are processed in blocks, tap by tap, so that the inner loop
 /// runs over contiguous channels of one input pixel and one filter row; each
-/// channel's accumulator sees the same terms as the reference's.
+/// channel's accumulator sees the same terms as the reference's. On a core
+/// with the DSP extension, windows inside the image at depth multiplier 1
+/// take four channels per multiply-accumulate step (`dsp::mac4`), as
+/// `Σ w * x + input_offset * Σ w` (equal modulo 2^32).
 pub(crate) fn depthwise_conv(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    depthwise_conv_with::<PACKED>(g, input, filter, bias, q, output, rows)
+}
+
+/// Four channels `first + j..` of the whole window at input `(iy, ix)`
+/// (top left; dilations apply): `Σ w * x` added to `acc`.
+#[allow(clippy::too_many_arguments)]
+fn depthwise_window4(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    b: usize,
+    iy: usize,
+    ix: usize,
+    channel: usize,
+    mut acc: [i32; 4],
+) -> Result<[i32; 4], Error> {
+    for fy in 0..g.filter_h {
+        let y = iy + g.dilation_h * fy;
+        for fx in 0..g.filter_w {
+            let x = ((b * g.in_h + y) * g.in_w + ix + g.dilation_w * fx) * g.in_c + channel;
+            let w = (fy * g.filter_w + fx) * g.out_c + channel;
+            let (x, w) = (input.get(x..x + 4), filter.get(w..w + 4));
+            acc = crate::dsp::mac4(x.ok_or(SHAPE)?, w.ok_or(SHAPE)?, acc);
+        }
+    }
+    Ok(acc)
+}
+
+/// [`depthwise_conv`], with (`PACKED`) or without the DSP extension's
+/// four-channel steps (both are built on the host, whose tests compare
+/// them).
+pub(crate) fn depthwise_conv_with<const PACKED: bool>(
     g: &Geometry,
     input: &[u8],
     filter: &[u8],
@@ -567,6 +621,7 @@ pub(crate) fn depthwise_conv(
     if dm == 0 {
         return Err(SHAPE);
     }
+    let packed = PACKED && dm == 1;
     let mut block = Block::new();
     let mut acc = [0i32; BLOCK];
     let mut first = 0;
@@ -579,6 +634,16 @@ pub(crate) fn depthwise_conv(
             BLOCK.min(dm - first % dm).min(g.out_c - first)
         };
         block.load(first, n, bias, q)?;
+        if packed {
+            // Σ w over the taps of each channel, for whole windows.
+            for j in 0..n {
+                let taps = g.filter_h * g.filter_w;
+                let sum = (0..taps).try_fold(0i32, |s, t| {
+                    Ok::<i32, Error>(s.wrapping_add(byte(filter, t * g.out_c + first + j)?))
+                })?;
+                block.whole[j] = block.bias[j].wrapping_add(sum.wrapping_mul(q.input_offset));
+            }
+        }
         for b in 0..g.batches {
             for oy in rows_of(b, g, &rows) {
                 let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
@@ -586,6 +651,37 @@ pub(crate) fn depthwise_conv(
                 for ox in 0..g.out_w {
                     let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
                     let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+                    let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
+                    if packed && ys.len() == g.filter_h && xs.len() == g.filter_w {
+                        let (iy, ix) = (origin_y as usize, origin_x as usize);
+                        let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                        let mut j = 0;
+                        while j + 4 <= n {
+                            let a =
+                                depthwise_window4(g, input, filter, b, iy, ix, first + j, [0; 4])?;
+                            for (i, a) in a.into_iter().enumerate() {
+                                out[j + i] = block.finish(q, j + i, a);
+                            }
+                            j += 4;
+                        }
+                        for (j, o) in out.iter_mut().enumerate().skip(j) {
+                            let mut a = 0i32;
+                            for fy in 0..g.filter_h {
+                                for fx in 0..g.filter_w {
+                                    let x = ((b * g.in_h + iy + g.dilation_h * fy) * g.in_w
+                                        + ix
+                                        + g.dilation_w * fx)
+                                        * g.in_c
+                                        + first
+                                        + j;
+                                    let w = (fy * g.filter_w + fx) * g.out_c + first + j;
+                                    a = a.wrapping_add(byte(input, x)? * byte(filter, w)?);
+                                }
+                            }
+                            *o = block.finish(q, j, a);
+                        }
+                        continue;
+                    }
                     let acc = &mut acc[..n];
                     acc.copy_from_slice(&block.bias[..n]);
                     for fy in ys.clone() {
@@ -620,7 +716,6 @@ pub(crate) fn depthwise_conv(
                             }
                         }
                     }
-                    let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
                     let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
                     for ((o, &a), &m) in out.iter_mut().zip(acc.iter()).zip(&block.multiplier) {
                         *o = q.finish(a, m);
@@ -1013,7 +1108,8 @@ mod tests {
                         }
                         acc = acc.wrapping_add(word(bias, oc).unwrap());
                         let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + oc;
-                        out[at] = q.finish(acc, channel(q.channels, oc).unwrap());
+                        let (m, shift) = channel(q.channels, oc).unwrap();
+                        out[at] = q.finish(acc, Multiplier::new(m, shift));
                     }
                 }
             }
@@ -1099,8 +1195,12 @@ mod tests {
             // extension's (whose instructions are portable Rust here).
             for packed in [false, true] {
                 let run = |rows: Range<usize>, out: &mut [u8]| {
-                    if depthwise {
-                        depthwise_conv(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
+                    if depthwise && packed {
+                        depthwise_conv_with::<true>(&g, &x, &f, Some(&bias), &q, out, rows)
+                            .unwrap();
+                    } else if depthwise {
+                        depthwise_conv_with::<false>(&g, &x, &f, Some(&bias), &q, out, rows)
+                            .unwrap();
                     } else if packed {
                         conv_with::<true>(&g, &x, &f, Some(&bias), &q, out, rows).unwrap();
                     } else {

@@ -224,10 +224,43 @@ pub(crate) fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
     if a == b && a == i32::MIN {
         return i32::MAX;
     }
-    let ab = i64::from(a) * i64::from(b);
-    let nudge = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
-    // Integer division truncates toward zero, as in C++.
-    ((ab + nudge) / (1i64 << 31)) as i32
+    // gemmlowp adds 2^30 to a non-negative product and 1 - 2^30 to a
+    // negative one, then divides by 2^31 truncating toward zero. For a
+    // negative sum t = ab + 1 - 2^30 that truncation is floor((t + 2^31 -
+    // 1) / 2^31) = floor((ab + 2^30) / 2^31), the non-negative case's: one
+    // add and an arithmetic shift, no branch and no division (a call to
+    // __aeabi_ldivmod where LLVM optimises for size).
+    ((i64::from(a) * i64::from(b) + (1 << 30)) >> 31) as i32
+}
+
+/// A requantisation multiplier with its shift split once into the left
+/// and right shifts [`multiply_by_quantized_multiplier`] applies: a
+/// convolution applies one per output channel to every output.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Multiplier {
+    multiplier: i32,
+    left: u32,
+    right: u32,
+}
+
+impl Multiplier {
+    /// `(multiplier, shift)` as the reference gives them.
+    pub(crate) fn new(multiplier: i32, shift: i32) -> Self {
+        Multiplier {
+            multiplier,
+            left: shift.clamp(0, 31) as u32,
+            right: (-shift).clamp(0, 31) as u32,
+        }
+    }
+
+    /// `MultiplyByQuantizedMultiplier(x, multiplier, shift)`.
+    #[inline(always)]
+    pub(crate) fn apply(self, x: i32) -> i32 {
+        rounding_divide_by_pot(
+            saturating_rounding_doubling_high_mul(x.wrapping_shl(self.left), self.multiplier),
+            self.right,
+        )
+    }
 }
 
 /// gemmlowp's `RoundingDivideByPOT`: `x / 2^exponent` rounded to nearest,
@@ -576,6 +609,65 @@ mod tests {
         assert_eq!(rounding_divide_by_pot(-7, 2), -2);
         assert_eq!(rounding_divide_by_pot(i32::MIN, 31), -1);
         assert_eq!(rounding_divide_by_pot(i32::MAX, 31), 1);
+    }
+
+    /// The shift form of `SaturatingRoundingDoublingHighMul` against
+    /// gemmlowp's nudge-and-truncate as written, and [`Multiplier`]
+    /// against [`multiply_by_quantized_multiplier`], over random operands,
+    /// products near every rounding boundary, and the extremes.
+    #[test]
+    fn doubling_high_mul_equals_gemmlowps() {
+        let gemmlowp = |a: i32, b: i32| -> i32 {
+            if a == b && a == i32::MIN {
+                return i32::MAX;
+            }
+            let ab = i64::from(a) * i64::from(b);
+            let nudge = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
+            ((ab + nudge) / (1i64 << 31)) as i32
+        };
+        let mut s = 0x1357_9bdfu32;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            s
+        };
+        let edges = [
+            i32::MIN,
+            i32::MIN + 1,
+            -(1 << 30),
+            -3,
+            -1,
+            0,
+            1,
+            3,
+            1 << 30,
+            i32::MAX,
+        ];
+        for i in 0..2_000_000u32 {
+            let (a, b) = match i % 4 {
+                0 => (next() as i32, next() as i32),
+                // b = 2^k and small a: products exactly on a tie and one off.
+                1 => ((next() as i32) >> (next() % 31), 1 << (next() % 31)),
+                2 => (edges[(next() % 10) as usize], next() as i32),
+                _ => (edges[(next() % 10) as usize], edges[(next() % 10) as usize]),
+            };
+            assert_eq!(
+                saturating_rounding_doubling_high_mul(a, b),
+                gemmlowp(a, b),
+                "{a} {b}"
+            );
+            let shift = (next() % 63) as i32 - 31;
+            let reference = rounding_divide_by_pot(
+                gemmlowp(a.wrapping_mul(1 << shift.clamp(0, 31)), b),
+                (-shift).clamp(0, 31) as u32,
+            );
+            assert_eq!(
+                Multiplier::new(b, shift).apply(a),
+                reference,
+                "{a} {b} {shift}"
+            );
+        }
     }
 
     #[test]

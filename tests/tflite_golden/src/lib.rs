@@ -18,8 +18,10 @@
 //! Per model and network: `k_cycle_get_32` ticks per inference (emulated:
 //! QEMU's `-icount`, so the figure is deterministic), per multiply-accumulate
 //! of its convolution and fully-connected layers, and the arena the plan
-//! needs (next to TFLite Micro's published arena for the person detector,
-//! 136 KiB).
+//! needs; then one more run of each network prints every operator's
+//! cycles (`profile <network> op <index> <cycles>`), to find where the
+//! time goes. scripts/peer-bench.sh sets these figures beside TFLite
+//! Micro's with CMSIS-NN measured in the same run on the same core.
 #![no_std]
 
 use synaptic_tflite::{ElementType, Error, Interpreter, Model};
@@ -97,8 +99,6 @@ const NETWORKS: [Network; 4] = [
 /// all, ResNet-8 360 M per inference.
 const NETWORK_INPUTS: u32 = 3;
 
-/// TFLite Micro's published arena for its person_detection example, bytes.
-const TFLM_PERSON_ARENA: usize = 136 * 1024;
 /// The largest output this test compares byte by byte.
 const MAX_OUTPUT: usize = 16;
 
@@ -198,6 +198,25 @@ fn with_interpreter(
     }
 }
 
+/// One more inference, printing each operator's emulated cycles.
+fn profile(name: &str, interpreter: &mut Interpreter<'_, '_>) {
+    let mut last = cycles();
+    let result = interpreter.invoke_observed(|k, _| {
+        let now = cycles();
+        printkln!(
+            "tflite_golden: profile {} op {} {}",
+            name,
+            k,
+            now.wrapping_sub(last)
+        );
+        // The printing is not the next operator's.
+        last = cycles();
+    });
+    if let Err(e) = result {
+        printkln!("tflite_golden: {} FAIL profile run: {}", name, e);
+    }
+}
+
 /// One `invoke` and the emulated cycles it took.
 fn timed_invoke(interpreter: &mut Interpreter<'_, '_>) -> (Result<(), Error>, u32) {
     let start = cycles();
@@ -290,20 +309,7 @@ fn run(case: &Case, arena: &mut [u8]) -> bool {
             }
         }
         summary(case.name, interpreter, total, case.inputs.len() as u64);
-        let mut last = cycles();
-        let _ = interpreter.invoke_observed(|k, _| {
-            let now = cycles();
-            printkln!("tflite_golden: profile {} op {} {}", case.name, k, now.wrapping_sub(last));
-            last = cycles();
-        });
-        if case.name == "person_detect" {
-            printkln!(
-                "tflite_golden: person_detect arena {} B vs TFLite Micro's published {} B ({}%)",
-                interpreter.arena_required(),
-                TFLM_PERSON_ARENA,
-                interpreter.arena_required() * 100 / TFLM_PERSON_ARENA
-            );
-        }
+        profile(case.name, interpreter);
         ok
     })
 }
@@ -408,6 +414,7 @@ fn run_network(network: &Network, arena: &mut [u8]) -> bool {
             }
         }
         summary(network.name, interpreter, total, runs);
+        profile(network.name, interpreter);
         ok
     })
 }
