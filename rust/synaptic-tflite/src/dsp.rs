@@ -136,6 +136,26 @@ fn split(b: &[u8]) -> (u32, u32) {
     (sxtb16(w), sxtb16_ror8(w))
 }
 
+/// `acc[i] += x[i] * w[i]` over int8 lanes (the channels of a depthwise
+/// convolution's tap), four at a time with [`mac4`].
+#[inline(always)]
+pub(crate) fn mac_lanes(x: &[u8], w: &[u8], acc: &mut [i32]) {
+    let mut lanes = x.chunks_exact(4).zip(w.chunks_exact(4));
+    let mut accs = acc.chunks_exact_mut(4);
+    for ((x, w), a) in (&mut lanes).zip(&mut accs) {
+        let sums = mac4(x, w, [a[0], a[1], a[2], a[3]]);
+        a.copy_from_slice(&sums);
+    }
+    let tails = x
+        .chunks_exact(4)
+        .remainder()
+        .iter()
+        .zip(w.chunks_exact(4).remainder());
+    for (a, (&x, &w)) in accs.into_remainder().iter_mut().zip(tails) {
+        *a = a.wrapping_add(i32::from(x as i8) * i32::from(w as i8));
+    }
+}
+
 /// `acc[i] + x[i] * w[i]` for four int8 lanes (four channels of a
 /// depthwise convolution): 4 products for 2 loads, 4 splits and 4
 /// multiply-accumulates.
@@ -148,6 +168,34 @@ pub(crate) fn mac4(x: &[u8], w: &[u8], acc: [i32; 4]) -> [i32; 4] {
         smlatt(xe, we, acc[2]),
         smlatt(xo, wo, acc[3]),
     ]
+}
+
+/// Two int8 rows of one length (a multiple of 4) as the split words
+/// [`dot2x1`] reads: for each word of `x0` and of `x1`, its even and its
+/// odd bytes as int16 pairs, interleaved `x0 even, x0 odd, x1 even, x1
+/// odd` (`out` holds as many words as each row has bytes).
+#[inline(never)]
+pub(crate) fn interleave(x0: &[u8], x1: &[u8], out: &mut [u32]) {
+    let rows = x0.chunks_exact(4).zip(x1.chunks_exact(4));
+    for (out, (x0, x1)) in out.chunks_exact_mut(4).zip(rows) {
+        let ((x0e, x0o), (x1e, x1o)) = (split(x0), split(x1));
+        out.copy_from_slice(&[x0e, x0o, x1e, x1o]);
+    }
+}
+
+/// `Σ x * w` of two int8 rows, given as their [`interleave`]d split
+/// words, with one int8 filter row, added to `acc`: each filter word is
+/// split once for both rows, so 8 products cost a filter load and split,
+/// the four split words and 4 `SMLAD`s.
+#[inline(always)]
+pub(crate) fn dot2x1(xs: &[u32], w: &[u8], acc: [i32; 2]) -> [i32; 2] {
+    let [mut a0, mut a1] = acc;
+    for (x, w) in xs.chunks_exact(4).zip(w.chunks_exact(4)) {
+        let (we, wo) = split(w);
+        a0 = smlad(x[1], wo, smlad(x[0], we, a0));
+        a1 = smlad(x[3], wo, smlad(x[2], we, a1));
+    }
+    [a0, a1]
 }
 
 /// `Σ x * w` over int8 rows of one length, added to `acc`: rows `x0` and

@@ -303,13 +303,19 @@ pub(crate) fn conv_with<const PACKED: bool>(
 /// [`conv_windows`] copies out (two windows on the stack, 1 KB).
 const WINDOW: usize = 512;
 
+/// Window bytes whose split words [`conv_windows`] holds at a time (the
+/// split words of two windows: 512 bytes on the stack).
+const PASS: usize = 128;
+
 /// [`conv`] on the DSP extension for filters of at most [`WINDOW`] bytes:
 /// each window is one contiguous row of `filter_h * filter_w * in_c`
 /// bytes, like its filter (the input pixel itself for a pointwise window
 /// inside the image, else copied out, taps outside the image filled with
 /// the input's zero point, whose term `x + input_offset` is 0 as the
 /// reference's skipped taps are), so every output is one dot product over
-/// the whole filter, two windows by two channels at a time (`dsp::dot2x2`).
+/// the whole filter, two windows at a time: their words split into int16
+/// pairs once (`dsp::interleave`), each filter word split once for both
+/// (`dsp::dot2x1`).
 fn conv_windows(
     g: &Geometry,
     input: &[u8],
@@ -323,6 +329,8 @@ fn conv_windows(
     let zero = (-q.input_offset) as i8 as u8;
     let mut copies = [0u8; 2 * WINDOW];
     let (copy0, copy1) = copies.split_at_mut(WINDOW);
+    let mut split = [0u32; PASS];
+    let mut acc = [[0i32; 2]; BLOCK];
     let mut block = Block::new();
     let mut first = 0;
     while first < g.out_c {
@@ -342,26 +350,36 @@ fn conv_windows(
                         x0
                     };
                     let at0 = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
-                    let mut j = 0;
-                    while j < n {
-                        // An odd last channel is computed twice.
-                        let j1 = (j + 1).min(n - 1);
-                        let w0 = filters.get(j * k..(j + 1) * k).ok_or(SHAPE)?;
-                        let w1 = filters.get(j1 * k..(j1 + 1) * k).ok_or(SHAPE)?;
-                        let acc = if two {
-                            crate::dsp::dot2x2(x0, x1, w0, w1, [0; 4])
-                        } else {
-                            let [a0, a1] = crate::dsp::dot1x2(x0, w0, w1);
-                            [a0, a1, 0, 0]
-                        };
-                        for (c, jc) in [j, j1].into_iter().enumerate().take(1 + j1 - j) {
-                            *output.get_mut(at0 + jc).ok_or(SHAPE)? = block.finish(q, jc, acc[c]);
-                            if two {
-                                *output.get_mut(at0 + g.out_c + jc).ok_or(SHAPE)? =
-                                    block.finish(q, jc, acc[2 + c]);
-                            }
+                    let acc = &mut acc[..n];
+                    acc.fill([0; 2]);
+                    // The two windows' words split once per pass, then
+                    // every filter of the block over them.
+                    let words = k / 4 * 4;
+                    let mut start = 0;
+                    while start < words {
+                        let end = (start + PASS).min(words);
+                        let (x0, x1) = (&x0[start..end], &x1[start..end]);
+                        let split = &mut split[..end - start];
+                        crate::dsp::interleave(x0, x1, split);
+                        for (j, a) in acc.iter_mut().enumerate() {
+                            let w = filters.get(j * k + start..j * k + end).ok_or(SHAPE)?;
+                            *a = crate::dsp::dot2x1(split, w, *a);
                         }
-                        j += 2;
+                        start = end;
+                    }
+                    for t in words..k {
+                        let (x0, x1) = (byte(x0, t)?, byte(x1, t)?);
+                        for (j, a) in acc.iter_mut().enumerate() {
+                            let w = byte(filters, j * k + t)?;
+                            *a = [a[0].wrapping_add(x0 * w), a[1].wrapping_add(x1 * w)];
+                        }
+                    }
+                    for (j, a) in acc.iter().enumerate() {
+                        *output.get_mut(at0 + j).ok_or(SHAPE)? = block.finish(q, j, a[0]);
+                        if two {
+                            *output.get_mut(at0 + g.out_c + j).ok_or(SHAPE)? =
+                                block.finish(q, j, a[1]);
+                        }
                     }
                     ox += if two { 2 } else { 1 };
                 }
@@ -566,7 +584,7 @@ impl ConvBlock<'_> {
 /// runs over contiguous channels of one input pixel and one filter row; each
 /// channel's accumulator sees the same terms as the reference's. On a core
 /// with the DSP extension, windows inside the image at depth multiplier 1
-/// take four channels per multiply-accumulate step (`dsp::mac4`), as
+/// take four channels per multiply-accumulate step (`dsp::mac_lanes`), as
 /// `Σ w * x + input_offset * Σ w` (equal modulo 2^32).
 pub(crate) fn depthwise_conv(
     g: &Geometry,
@@ -578,31 +596,6 @@ pub(crate) fn depthwise_conv(
     rows: Range<usize>,
 ) -> Result<(), Error> {
     depthwise_conv_with::<PACKED>(g, input, filter, bias, q, output, rows)
-}
-
-/// Four channels `first + j..` of the whole window at input `(iy, ix)`
-/// (top left; dilations apply): `Σ w * x` added to `acc`.
-#[allow(clippy::too_many_arguments)]
-fn depthwise_window4(
-    g: &Geometry,
-    input: &[u8],
-    filter: &[u8],
-    b: usize,
-    iy: usize,
-    ix: usize,
-    channel: usize,
-    mut acc: [i32; 4],
-) -> Result<[i32; 4], Error> {
-    for fy in 0..g.filter_h {
-        let y = iy + g.dilation_h * fy;
-        for fx in 0..g.filter_w {
-            let x = ((b * g.in_h + y) * g.in_w + ix + g.dilation_w * fx) * g.in_c + channel;
-            let w = (fy * g.filter_w + fx) * g.out_c + channel;
-            let (x, w) = (input.get(x..x + 4), filter.get(w..w + 4));
-            acc = crate::dsp::mac4(x.ok_or(SHAPE)?, w.ok_or(SHAPE)?, acc);
-        }
-    }
-    Ok(acc)
 }
 
 /// [`depthwise_conv`], with (`PACKED`) or without the DSP extension's
@@ -653,31 +646,23 @@ pub(crate) fn depthwise_conv_with<const PACKED: bool>(
                     let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
                     let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
                     if packed && ys.len() == g.filter_h && xs.len() == g.filter_w {
-                        let (iy, ix) = (origin_y as usize, origin_x as usize);
-                        let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
-                        let mut j = 0;
-                        while j + 4 <= n {
-                            let a =
-                                depthwise_window4(g, input, filter, b, iy, ix, first + j, [0; 4])?;
-                            for (i, a) in a.into_iter().enumerate() {
-                                out[j + i] = block.finish(q, j + i, a);
+                        // Tap by tap over the block's channels, four at a
+                        // time; the offset terms come with `block.whole`.
+                        let acc = &mut acc[..n];
+                        acc.fill(0);
+                        for fy in 0..g.filter_h {
+                            let iy = origin_y as usize + g.dilation_h * fy;
+                            for fx in 0..g.filter_w {
+                                let ix = origin_x as usize + g.dilation_w * fx;
+                                let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + first;
+                                let x = input.get(base..base + n).ok_or(SHAPE)?;
+                                let fb = (fy * g.filter_w + fx) * g.out_c + first;
+                                let w = filter.get(fb..fb + n).ok_or(SHAPE)?;
+                                crate::dsp::mac_lanes(x, w, acc);
                             }
-                            j += 4;
                         }
-                        for (j, o) in out.iter_mut().enumerate().skip(j) {
-                            let mut a = 0i32;
-                            for fy in 0..g.filter_h {
-                                for fx in 0..g.filter_w {
-                                    let x = ((b * g.in_h + iy + g.dilation_h * fy) * g.in_w
-                                        + ix
-                                        + g.dilation_w * fx)
-                                        * g.in_c
-                                        + first
-                                        + j;
-                                    let w = (fy * g.filter_w + fx) * g.out_c + first + j;
-                                    a = a.wrapping_add(byte(input, x)? * byte(filter, w)?);
-                                }
-                            }
+                        let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                        for (j, (o, &a)) in out.iter_mut().zip(acc.iter()).enumerate() {
                             *o = block.finish(q, j, a);
                         }
                         continue;
