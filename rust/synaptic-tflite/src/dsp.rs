@@ -239,26 +239,31 @@ pub(crate) fn dot2x2(x0: &[u8], x1: &[u8], w0: &[u8], w1: &[u8], acc: [i32; 4]) 
     [a00, a01, a10, a11]
 }
 
-/// `Σ x * w` of one int8 row with two filter rows, all of one length, as
-/// `[x w0, x w1]`: as [`dot2x2`], 8 products for 3 loads, 6 splits and 4
-/// `SMLAD`s.
-#[inline(never)]
-pub(crate) fn dot1x2(x: &[u8], w0: &[u8], w1: &[u8]) -> [i32; 2] {
-    let (mut a0, mut a1) = (0i32, 0i32);
-    let mut xs = x.chunks_exact(4);
-    let (mut w0s, mut w1s) = (w0.chunks_exact(4), w1.chunks_exact(4));
-    for ((x, w0), w1) in (&mut xs).zip(&mut w0s).zip(&mut w1s) {
-        let (xe, xo) = split(x);
-        let (w0e, w0o) = split(w0);
-        a0 = smlad(xo, w0o, smlad(xe, w0e, a0));
-        let (w1e, w1o) = split(w1);
-        a1 = smlad(xo, w1o, smlad(xe, w1e, a1));
+/// An int8 row (a multiple of 4 long) plus `offset` (an input offset:
+/// every sum fits an int16), as the split words [`dot_split1x2`] reads:
+/// for each word, bytes 0 and 2, then bytes 1 and 3, as int16 pairs.
+pub(crate) fn split_offset(x: &[u8], offset: i32, out: &mut [u32]) {
+    let pair = |a: u8, b: u8| {
+        let half = |v: u8| u32::from((i32::from(v as i8) + offset) as u16);
+        half(a) | half(b) << 16
+    };
+    for (out, x) in out.chunks_exact_mut(2).zip(x.chunks_exact(4)) {
+        out[0] = pair(x[0], x[2]);
+        out[1] = pair(x[1], x[3]);
     }
-    let tails = xs.remainder().iter().zip(w0s.remainder());
-    for ((&x, &w0), &w1) in tails.zip(w1s.remainder()) {
-        let x = i32::from(x as i8);
-        a0 = a0.wrapping_add(x * i32::from(w0 as i8));
-        a1 = a1.wrapping_add(x * i32::from(w1 as i8));
+}
+
+/// `Σ x * w` of one row, given as its [`split_offset`] words, with two
+/// int8 filter rows, as `[x w0, x w1]`: 8 products cost the two split
+/// words, two filter loads and splits and 4 `SMLAD`s.
+#[inline(never)]
+pub(crate) fn dot_split1x2(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
+    let (mut a0, mut a1) = (0i32, 0i32);
+    let filters = w0.chunks_exact(4).zip(w1.chunks_exact(4));
+    for (x, (w0, w1)) in xs.chunks_exact(2).zip(filters) {
+        let ((w0e, w0o), (w1e, w1o)) = (split(w0), split(w1));
+        a0 = smlad(x[1], w0o, smlad(x[0], w0e, a0));
+        a1 = smlad(x[1], w1o, smlad(x[0], w1e, a1));
     }
     [a0, a1]
 }
@@ -329,11 +334,28 @@ mod tests {
                 10 + plain(x1, w1),
             ];
             assert_eq!(got, want, "len {len}");
-            assert_eq!(
-                dot1x2(x0, w0, w1),
-                [plain(x0, w0), plain(x0, w1)],
-                "len {len}"
-            );
+            let mut lanes = [3i32; 40];
+            mac_lanes(x0, w0, &mut lanes[..len]);
+            for i in 0..len {
+                let want = 3 + plain(&x0[i..=i], &w0[i..=i]);
+                assert_eq!(lanes[i], want, "len {len} lane {i}");
+            }
+            let words = len / 4 * 4;
+            let (x0, x1, w0, w1) = (&x0[..words], &x1[..words], &w0[..words], &w1[..words]);
+            let mut split = [0u32; 40];
+            interleave(x0, x1, &mut split[..words]);
+            let got = dot2x1(&split[..words], w0, [5, 6]);
+            assert_eq!(got, [5 + plain(x0, w0), 6 + plain(x1, w0)], "len {len}");
+            for offset in [-127, 0, 128] {
+                split_offset(x0, offset, &mut split[..words / 2]);
+                let with_offset = |w: &[u8]| {
+                    (0..words).fold(0i32, |s, i| {
+                        s + (i32::from(x0[i] as i8) + offset) * i32::from(w[i] as i8)
+                    })
+                };
+                let got = dot_split1x2(&split[..words / 2], w0, w1);
+                assert_eq!(got, [with_offset(w0), with_offset(w1)], "len {len}");
+            }
         }
     }
 }

@@ -714,8 +714,113 @@ pub(crate) fn depthwise_conv_with<const PACKED: bool>(
 }
 
 /// `reference_integer_ops::FullyConnected` (per-tensor or per-channel).
+///
+/// On a core with the DSP extension (`PACKED`), `Σ (w + filter_offset) *
+/// (x + input_offset)` is computed as `Σ w * (x + input_offset) +
+/// filter_offset * Σ (x + input_offset)`, equal modulo 2^32: the input
+/// row plus its offset is split into int16 pairs once per pass
+/// (`dsp::split_offset`), and every unit's weights run over it two units
+/// at a time (`dsp::dot_split1x2`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fully_connected(
+    batches: usize,
+    depth: usize,
+    units: usize,
+    input: &[u8],
+    filter: &[u8],
+    filter_offset: i32,
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+) -> Result<(), Error> {
+    if PACKED {
+        let layer = (batches, depth, units);
+        return fully_connected_packed(layer, input, filter, filter_offset, bias, q, output);
+    }
+    fully_connected_portable(
+        batches,
+        depth,
+        units,
+        input,
+        filter,
+        filter_offset,
+        bias,
+        q,
+        output,
+    )
+}
+
+/// [`fully_connected`] on the DSP extension; `layer` is `(batches, depth,
+/// units)`.
+pub(crate) fn fully_connected_packed(
+    layer: (usize, usize, usize),
+    input: &[u8],
+    filter: &[u8],
+    filter_offset: i32,
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+) -> Result<(), Error> {
+    let (batches, depth, units) = layer;
+    let per_channel = q.channels.len() > 8;
+    let words = depth / 4 * 4;
+    let mut split = [0u32; PASS / 2];
+    let mut acc = [0i32; BLOCK];
+    for b in 0..batches {
+        let row = input.get(b * depth..(b + 1) * depth).ok_or(SHAPE)?;
+        let row_sum = row.iter().fold(0i32, |s, &x| {
+            s.wrapping_add(i32::from(x as i8) + q.input_offset)
+        });
+        let mut first = 0;
+        while first < units {
+            let n = BLOCK.min(units - first);
+            let acc = &mut acc[..n];
+            acc.fill(0);
+            let mut start = 0;
+            while start < words {
+                let end = (start + PASS).min(words);
+                let split = &mut split[..(end - start) / 2];
+                crate::dsp::split_offset(&row[start..end], q.input_offset, split);
+                let mut j = 0;
+                while j < n {
+                    // An odd last unit is computed twice.
+                    let j1 = (j + 1).min(n - 1);
+                    let weights = |j: usize| {
+                        let at = (first + j) * depth;
+                        filter.get(at + start..at + end).ok_or(SHAPE)
+                    };
+                    let [a0, a1] = crate::dsp::dot_split1x2(split, weights(j)?, weights(j1)?);
+                    acc[j] = acc[j].wrapping_add(a0);
+                    acc[j1] = acc[j1].wrapping_add(if j1 > j { a1 } else { 0 });
+                    j += 2;
+                }
+                start = end;
+            }
+            for (j, a) in acc.iter_mut().enumerate() {
+                let u = first + j;
+                for t in words..depth {
+                    let x = byte(row, t)? + q.input_offset;
+                    *a = a.wrapping_add(byte(filter, u * depth + t)?.wrapping_mul(x));
+                }
+                *a = a.wrapping_add(filter_offset.wrapping_mul(row_sum));
+                if let Some(bias) = bias {
+                    *a = a.wrapping_add(word(bias, u)?);
+                }
+                let (m, shift) = channel(q.channels, if per_channel { u } else { 0 })?;
+                // LiteRT's fully-connected kernel rounds once (see `quant`).
+                let scaled = multiply_by_quantized_multiplier_once(*a, m, shift);
+                *output.get_mut(b * units + u).ok_or(SHAPE)? =
+                    clamp(scaled.wrapping_add(q.output_offset), q.act_min, q.act_max) as i8 as u8;
+            }
+            first += n;
+        }
+    }
+    Ok(())
+}
+
+/// [`fully_connected`] in portable Rust, the reference loops as written.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fully_connected_portable(
     batches: usize,
     depth: usize,
     units: usize,
