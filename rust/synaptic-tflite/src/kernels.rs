@@ -598,6 +598,47 @@ pub(crate) fn depthwise_conv(
     depthwise_conv_with::<PACKED>(g, input, filter, bias, q, output, rows)
 }
 
+/// Most filter bytes [`depthwise_as_conv`] transposes (on the stack).
+const TRANSPOSED: usize = 1024;
+
+/// A depthwise convolution of one input channel (a network's first layer,
+/// depth multiplier = output channels) is the convolution whose filter
+/// is its own transposed, `[tap][channel]` to `[channel][tap]`: every
+/// output is `Σ w * (x + input_offset)` over the same taps either way, so
+/// it runs as [`conv_windows`] does.
+#[inline(never)]
+fn depthwise_as_conv(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let taps = g.filter_h * g.filter_w;
+    let mut transposed = [0u8; TRANSPOSED];
+    for c in 0..g.out_c {
+        for t in 0..taps {
+            *transposed.get_mut(c * taps + t).ok_or(SHAPE)? =
+                *filter.get(t * g.out_c + c).ok_or(SHAPE)?;
+        }
+    }
+    let conv = Geometry {
+        depth_multiplier: 1,
+        ..*g
+    };
+    conv_with::<true>(
+        &conv,
+        input,
+        &transposed[..taps * g.out_c],
+        bias,
+        q,
+        output,
+        rows,
+    )
+}
+
 /// [`depthwise_conv`], with (`PACKED`) or without the DSP extension's
 /// four-channel steps (both are built on the host, whose tests compare
 /// them).
@@ -613,6 +654,9 @@ pub(crate) fn depthwise_conv_with<const PACKED: bool>(
     let dm = g.depth_multiplier;
     if dm == 0 {
         return Err(SHAPE);
+    }
+    if PACKED && g.in_c == 1 && g.filter_h * g.filter_w * g.out_c <= TRANSPOSED {
+        return depthwise_as_conv(g, input, filter, bias, q, output, rows);
     }
     let packed = PACKED && dm == 1;
     let mut block = Block::new();
