@@ -71,7 +71,7 @@ struct Network {
     expect: &'static str,
 }
 
-const NETWORKS: [Network; 4] = [
+const NETWORKS: [Network; 5] = [
     Network {
         name: "vww",
         model: include_bytes!("../../../models/networks/vww.tflite"),
@@ -92,7 +92,50 @@ const NETWORKS: [Network; 4] = [
         model: include_bytes!("../../../models/networks/autoencoder.tflite"),
         expect: include_str!("../../../models/networks/autoencoder.tflite.expect"),
     },
+    Network {
+        name: "speech_v2",
+        model: include_bytes!("../../../models/networks/speech_v2.tflite"),
+        expect: include_str!("../../../models/networks/speech_v2.tflite.expect"),
+    },
 ];
+
+/// The generated models of one operator family (`models/ops/<family>`,
+/// `scripts/opgen.py`) with LiteRT's output hashes.
+struct Family {
+    name: &'static str,
+    models: [Network; 10],
+}
+
+/// `models/ops/<family>/<family>_00.tflite` .. `_09` and their `.expect`.
+macro_rules! family {
+    ($name:literal: $($index:literal)*) => {
+        Family {
+            name: $name,
+            models: [$(Network {
+                name: concat!($name, "_", $index),
+                model: include_bytes!(concat!(
+                    "../../../models/ops/", $name, "/", $name, "_", $index, ".tflite"
+                )),
+                expect: include_str!(concat!(
+                    "../../../models/ops/", $name, "/", $name, "_", $index, ".tflite.expect"
+                )),
+            }),*],
+        }
+    };
+}
+
+/// The families whose kernels have DSP-extension paths: every input the
+/// host's property test runs (`rust/synaptic-tflite/tests/ops.rs`), here
+/// through the kernels of the core this image is built for.
+const FAMILIES: [Family; 4] = [
+    family!("conv_2d": "00" "01" "02" "03" "04" "05" "06" "07" "08" "09"),
+    family!("depthwise_conv_2d": "00" "01" "02" "03" "04" "05" "06" "07" "08" "09"),
+    family!("fully_connected_per_channel": "00" "01" "02" "03" "04" "05" "06" "07" "08" "09"),
+    family!("fully_connected_per_tensor": "00" "01" "02" "03" "04" "05" "06" "07" "08" "09"),
+];
+
+/// Inputs per generated model (their `.expect` files hold 128).
+const FAMILY_INPUTS: u32 = 128;
 
 /// Inputs `k = 0..NETWORK_INPUTS` of each network run here (the host test
 /// runs all 200): three inputs of each take about 1.9 G emulated cycles in
@@ -419,6 +462,41 @@ fn run_network(network: &Network, arena: &mut [u8]) -> bool {
     })
 }
 
+/// Runs every input of every model of `family`; one line for the family,
+/// a FAIL line per differing output.
+fn run_family(family: &Family, arena: &mut [u8]) -> bool {
+    let (mut inputs, mut differing) = (0u32, 0u32);
+    for model in &family.models {
+        let ran = with_interpreter(model.name, model.model, arena, |interpreter| {
+            for k in 0..FAMILY_INPUTS {
+                let Some(want) = expected_hashes(model.expect, k) else {
+                    printkln!("tflite_golden: {}/{} FAIL no expect line", model.name, k);
+                    return false;
+                };
+                let same = fill_inputs(interpreter, k).is_ok()
+                    && interpreter.invoke().is_ok()
+                    && check_outputs(model.name, k, interpreter, want).is_some();
+                inputs += 1;
+                differing += u32::from(!same);
+            }
+            true
+        });
+        if !ran {
+            differing += 1;
+        }
+    }
+    let verdict = if differing == 0 { "PASS" } else { "FAIL" };
+    printkln!(
+        "tflite_golden: ops/{} {} ({} models, {} inputs, {} differing from LiteRT)",
+        family.name,
+        verdict,
+        family.models.len(),
+        inputs,
+        differing
+    );
+    differing == 0
+}
+
 /// Entry point called by zephyr-lang-rust's `main()`.
 #[no_mangle]
 extern "C" fn rust_main() {
@@ -432,6 +510,9 @@ extern "C" fn rust_main() {
     }
     for network in &NETWORKS {
         ok &= run_network(network, arena);
+    }
+    for family in &FAMILIES {
+        ok &= run_family(family, arena);
     }
     printkln!("tflite_golden: {}", if ok { "PASS" } else { "FAIL" });
 }
