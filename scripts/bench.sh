@@ -13,6 +13,11 @@
 #                       host callgrind instructions per inference, ours vs
 #                       TFLite's reference kernels and the ratio; emulated
 #                       an521 cycles per inference and per MAC; arena
+#   <out>/peer.md       the interpreter beside TFLite Micro with CMSIS-NN
+#                       kernels (scripts/peer-bench.sh), both on emulated
+#                       mps2/an521/cpu0 with DSP and FPU: ticks per
+#                       inference, ours / peer, arenas, outputs = LiteRT;
+#                       with peer.png
 #   <out>/placement_emul.txt  the placement phases on the emulated dual
 #                       core (tests/offload_bench built with
 #                       SB_CONFIG_OFFLOAD_BENCH_PLACEMENT): per policy and
@@ -76,6 +81,11 @@ grep -E "^bench: placement" "$out/placement-console.txt" | tee "$out/placement_e
 # kernels, emulated cycles on mps2/an521, arena (<out>/tflite.md).
 echo
 "$root/scripts/tflite-bench.sh" "$out"
+
+# The same networks and inputs on TFLite Micro with CMSIS-NN kernels, both
+# on the MCXN947's CPU0 emulated (<out>/peer.md, <out>/peer.png).
+echo
+"$root/scripts/peer-bench.sh" "$out"
 
 echo
 "$root/scripts/placement-bench.sh" "$out"

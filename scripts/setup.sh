@@ -22,9 +22,12 @@ done
 say() { echo "setup: $*"; }
 
 # Debian packages: cross compiler and C library, build tools, QEMU for the
-# emulated targets, libclang for bindgen.
+# emulated targets, libclang for bindgen; picolibc and its C++ library for
+# the benchmark's peer (bench/tflm_peer, TFLite Micro is C++ and needs the
+# toolchain's full C++ library: scripts/peer-bench.sh).
 apt_packages=(
     gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
+    picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
     cmake ninja-build device-tree-compiler qemu-system-arm valgrind
     libclang-19-dev file xz-utils
 )
