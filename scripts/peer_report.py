@@ -28,6 +28,11 @@ SUMMARY = re.compile(
 )
 VERDICT = re.compile(r"^(?P<tag>\w+): (?P<name>\w+)/(?P<input>\w+) (?P<verdict>PASS|MATCH|FAIL|DIFFERS|ERROR)\b")
 EQUAL = {"PASS", "MATCH"}
+# Our test's generated operator models (models/ops), a line per family.
+FAMILY = re.compile(
+    r"^tflite_golden: ops/(?P<family>\w+) (?P<verdict>PASS|FAIL) \((?P<models>\d+) models, "
+    r"(?P<inputs>\d+) inputs, (?P<differing>\d+) differing"
+)
 
 
 def parse(text, tag=None):
@@ -45,6 +50,8 @@ def parse(text, tag=None):
 
     for line in text.splitlines():
         line = line.strip()
+        if FAMILY.match(line):
+            continue
         m = SUMMARY.match(line)
         if m and m["tag"] in tags:
             n = network(m["name"])
@@ -55,6 +62,17 @@ def parse(text, tag=None):
             inputs = network(m["name"])["inputs"]
             inputs[m["input"]] = inputs.get(m["input"], True) and m["verdict"] in EQUAL
     return networks
+
+
+def families(text):
+    """Our console's generated-model families: (family, models, inputs,
+    differing), in console order."""
+    out = []
+    for line in text.splitlines():
+        m = FAMILY.match(line.strip())
+        if m:
+            out.append((m["family"], int(m["models"]), int(m["inputs"]), int(m["differing"])))
+    return out
 
 
 def equal_text(net):
@@ -100,7 +118,7 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def markdown(table, commit, date):
+def markdown(table, commit, date, generated=()):
     lines = [
         "synaptic's interpreter (tests/tflite_golden) vs TFLite Micro with CMSIS-NN kernels "
         "(bench/tflm_peer), same networks and inputs",
@@ -133,6 +151,13 @@ def markdown(table, commit, date):
         "micro_speech, the FNV-1a 64 of the .expect files for the others); CMSIS-NN is not "
         "bit-exact with them everywhere, and a difference is reported, not failed.",
     ]
+    if generated:
+        lines.append(
+            "Generated operator models through the same kernels (synaptic only, every input of "
+            "the host's property test): "
+            + "; ".join(f"{f}: {m} models, {i:,} inputs, {d} differing" for f, m, i, d in generated)
+            + "."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -195,14 +220,15 @@ def main(argv=None):
     with open(args.peer_console, errors="replace") as f:
         peer = parse(f.read(), "tflm_peer")
     with open(args.ours_console, errors="replace") as f:
-        ours = parse(f.read(), "tflite_golden")
+        ours_text = f.read()
+    ours = parse(ours_text, "tflite_golden")
     if not peer and not ours:
         print("peer_report: neither console has a result line", file=sys.stderr)
         return 1
     table = rows(peer, ours)
     commit = args.commit or head_commit()
     date = args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    text = markdown(table, commit, date)
+    text = markdown(table, commit, date, families(ours_text))
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "peer.md"), "w") as f:
         f.write(text)

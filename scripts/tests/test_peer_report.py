@@ -36,6 +36,8 @@ tflite_golden: autoencoder/1 PASS (0 of 1 output hashes differ from LiteRT's), 3
 tflite_golden: autoencoder: 3624386 emulated cycles/inference, 264000 MACs, 13.72 emulated cycles/MAC, arena 4096 B
 tflm_peer: resnet8: 1 emulated cycles/inference, 1 MACs, 1.00 emulated cycles/MAC, arena 1 B
 tflite_golden: resnet8/0 PASS (0 of 1 output hashes differ from LiteRT's), 9 emulated cycles
+tflite_golden: ops/conv_2d PASS (10 models, 1280 inputs, 0 differing from LiteRT)
+tflite_golden: ops/fully_connected_per_tensor FAIL (10 models, 1280 inputs, 3 differing from LiteRT)
 tflite_golden: PASS
 """
 
@@ -53,6 +55,12 @@ def test_one_parser_for_both_consoles():
     assert ours["autoencoder"]["inputs"] == {"0": True, "1": False}
     # The other side's tag is not read; a network without summary keeps None.
     assert ours["resnet8"]["cycles"] is None
+    # The generated operator models are families, not networks.
+    assert "ops" not in ours
+    assert pr.families(OURS) == [
+        ("conv_2d", 10, 1280, 0),
+        ("fully_connected_per_tensor", 10, 1280, 3),
+    ]
 
 
 def test_rows_ratio_and_one_sided_networks():
