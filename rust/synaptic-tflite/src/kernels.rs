@@ -411,20 +411,43 @@ fn window<'x>(
             return input.get(at..at + g.in_c).ok_or(SHAPE);
         }
     }
-    for (t, dst) in copy.chunks_exact_mut(g.in_c).enumerate() {
-        let (fy, fx) = (t / g.filter_w, t % g.filter_w);
-        match (
-            tap(origin_y, g.dilation_h, fy, g.in_h),
-            tap(origin_x, g.dilation_w, fx, g.in_w),
-        ) {
-            (Some(iy), Some(ix)) => {
-                let at = pixel(iy, ix);
-                dst.copy_from_slice(input.get(at..at + g.in_c).ok_or(SHAPE)?);
+    let row = g.filter_w * g.in_c;
+    let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+    for (fy, dst) in copy.chunks_exact_mut(row).enumerate() {
+        let Some(iy) = tap(origin_y, g.dilation_h, fy, g.in_h) else {
+            dst.fill(zero);
+            continue;
+        };
+        if g.dilation_w == 1 && xs.len() == g.filter_w {
+            // The window's row lies in one stretch of the input row.
+            let at = pixel(iy, origin_x as usize);
+            copy_short(dst, input.get(at..at + row).ok_or(SHAPE)?);
+            continue;
+        }
+        for (fx, dst) in dst.chunks_exact_mut(g.in_c).enumerate() {
+            match tap(origin_x, g.dilation_w, fx, g.in_w) {
+                Some(ix) => {
+                    let at = pixel(iy, ix);
+                    copy_short(dst, input.get(at..at + g.in_c).ok_or(SHAPE)?);
+                }
+                None => dst.fill(zero),
             }
-            _ => dst.fill(zero),
         }
     }
     Ok(copy)
+}
+
+/// `dst.copy_from_slice(src)`, with a byte loop for a few bytes (a window
+/// row of one input channel), where the call to `memcpy` would cost more.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    if dst.len() <= 16 {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = s;
+        }
+    } else {
+        dst.copy_from_slice(src);
+    }
 }
 
 /// One block of a convolution's output channels, `first..first + n`.
