@@ -98,6 +98,7 @@ macro_rules! multiply_accumulate {
 }
 
 /// The low int16 half of `x`, and the high one.
+#[cfg(not(synaptic_dsp))]
 #[inline(always)]
 fn halves(x: u32) -> (i32, i32) {
     (i32::from(x as i16), i32::from((x >> 16) as i16))
@@ -134,26 +135,6 @@ fn word(b: &[u8]) -> u32 {
 fn split(b: &[u8]) -> (u32, u32) {
     let w = word(b);
     (sxtb16(w), sxtb16_ror8(w))
-}
-
-/// `acc[i] += x[i] * w[i]` over int8 lanes (the channels of a depthwise
-/// convolution's tap), four at a time with [`mac4`].
-#[inline(always)]
-pub(crate) fn mac_lanes(x: &[u8], w: &[u8], acc: &mut [i32]) {
-    let mut lanes = x.chunks_exact(4).zip(w.chunks_exact(4));
-    let mut accs = acc.chunks_exact_mut(4);
-    for ((x, w), a) in (&mut lanes).zip(&mut accs) {
-        let sums = mac4(x, w, [a[0], a[1], a[2], a[3]]);
-        a.copy_from_slice(&sums);
-    }
-    let tails = x
-        .chunks_exact(4)
-        .remainder()
-        .iter()
-        .zip(w.chunks_exact(4).remainder());
-    for (a, (&x, &w)) in accs.into_remainder().iter_mut().zip(tails) {
-        *a = a.wrapping_add(i32::from(x as i8) * i32::from(w as i8));
-    }
 }
 
 /// `acc[i] + x[i] * w[i]` for four int8 lanes (four channels of a
@@ -334,12 +315,6 @@ mod tests {
                 10 + plain(x1, w1),
             ];
             assert_eq!(got, want, "len {len}");
-            let mut lanes = [3i32; 40];
-            mac_lanes(x0, w0, &mut lanes[..len]);
-            for i in 0..len {
-                let want = 3 + plain(&x0[i..=i], &w0[i..=i]);
-                assert_eq!(lanes[i], want, "len {len} lane {i}");
-            }
             let words = len / 4 * 4;
             let (x0, x1, w0, w1) = (&x0[..words], &x1[..words], &w0[..words], &w1[..words]);
             let mut split = [0u32; 40];

@@ -607,7 +607,7 @@ impl ConvBlock<'_> {
 /// runs over contiguous channels of one input pixel and one filter row; each
 /// channel's accumulator sees the same terms as the reference's. On a core
 /// with the DSP extension, windows inside the image at depth multiplier 1
-/// take four channels per multiply-accumulate step (`dsp::mac_lanes`), as
+/// take four channels per multiply-accumulate step (`depthwise_window`), as
 /// `Σ w * x + input_offset * Σ w` (equal modulo 2^32).
 pub(crate) fn depthwise_conv(
     g: &Geometry,
@@ -662,6 +662,60 @@ fn depthwise_as_conv(
     )
 }
 
+/// Most taps of a window whose rows [`depthwise_window`] holds at once.
+const WINDOW_TAPS: usize = 25;
+
+/// The outputs of channels `first..first + out.len()` of one depthwise
+/// window inside the image at depth multiplier 1 (`at` = batch and the
+/// window's top left input pixel), `Σ w * x` plus `block.whole`: each
+/// tap's channels and weights sliced once, then four channels at a time
+/// over every tap (`dsp::mac4`, the accumulators in registers).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn depthwise_window(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    block: &Block,
+    q: &Requantize<'_>,
+    (b, (iy, ix)): (usize, (usize, usize)),
+    first: usize,
+    out: &mut [u8],
+) -> Result<(), Error> {
+    let n = out.len();
+    let taps = g.filter_h * g.filter_w;
+    let mut rows: [(&[u8], &[u8]); WINDOW_TAPS] = [(&[], &[]); WINDOW_TAPS];
+    for (t, row) in rows.iter_mut().enumerate().take(taps) {
+        let (fy, fx) = (t / g.filter_w, t % g.filter_w);
+        let x = ((b * g.in_h + iy + g.dilation_h * fy) * g.in_w + ix + g.dilation_w * fx) * g.in_c;
+        let w = t * g.out_c + first;
+        *row = (
+            input.get(x + first..x + first + n).ok_or(SHAPE)?,
+            filter.get(w..w + n).ok_or(SHAPE)?,
+        );
+    }
+    let rows = &rows[..taps];
+    let quads = n / 4 * 4;
+    for (c, o) in out[..quads].chunks_exact_mut(4).enumerate() {
+        let lanes = 4 * c..4 * c + 4;
+        let mut acc = [0i32; 4];
+        for (x, w) in rows {
+            let (x, w) = (x.get(lanes.clone()), w.get(lanes.clone()));
+            acc = crate::dsp::mac4(x.ok_or(SHAPE)?, w.ok_or(SHAPE)?, acc);
+        }
+        for (i, (o, a)) in o.iter_mut().zip(acc).enumerate() {
+            *o = block.finish(q, 4 * c + i, a);
+        }
+    }
+    for (j, o) in out.iter_mut().enumerate().skip(quads) {
+        let acc = rows.iter().try_fold(0i32, |a, (x, w)| {
+            Ok::<i32, Error>(a.wrapping_add(byte(x, j)? * byte(w, j)?))
+        })?;
+        *o = block.finish(q, j, acc);
+    }
+    Ok(())
+}
+
 /// [`depthwise_conv`], with (`PACKED`) or without the DSP extension's
 /// four-channel steps (both are built on the host, whose tests compare
 /// them).
@@ -681,7 +735,24 @@ pub(crate) fn depthwise_conv_with<const PACKED: bool>(
     if PACKED && g.in_c == 1 && g.filter_h * g.filter_w * g.out_c <= TRANSPOSED {
         return depthwise_as_conv(g, input, filter, bias, q, output, rows);
     }
-    let packed = PACKED && dm == 1;
+    depthwise_blocks::<PACKED>(g, input, filter, bias, q, output, rows)
+}
+
+/// [`depthwise_conv_with`] by blocks of channels. Not inlined: its frame
+/// (the block's records and accumulators) is not on the stack while
+/// [`depthwise_as_conv`] runs.
+#[inline(never)]
+fn depthwise_blocks<const PACKED: bool>(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let dm = g.depth_multiplier;
+    let packed = PACKED && dm == 1 && g.filter_h * g.filter_w <= WINDOW_TAPS;
     let mut block = Block::new();
     let mut acc = [0i32; BLOCK];
     let mut first = 0;
@@ -713,25 +784,9 @@ pub(crate) fn depthwise_conv_with<const PACKED: bool>(
                     let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
                     let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
                     if packed && ys.len() == g.filter_h && xs.len() == g.filter_w {
-                        // Tap by tap over the block's channels, four at a
-                        // time; the offset terms come with `block.whole`.
-                        let acc = &mut acc[..n];
-                        acc.fill(0);
-                        for fy in 0..g.filter_h {
-                            let iy = origin_y as usize + g.dilation_h * fy;
-                            for fx in 0..g.filter_w {
-                                let ix = origin_x as usize + g.dilation_w * fx;
-                                let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + first;
-                                let x = input.get(base..base + n).ok_or(SHAPE)?;
-                                let fb = (fy * g.filter_w + fx) * g.out_c + first;
-                                let w = filter.get(fb..fb + n).ok_or(SHAPE)?;
-                                crate::dsp::mac_lanes(x, w, acc);
-                            }
-                        }
                         let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
-                        for (j, (o, &a)) in out.iter_mut().zip(acc.iter()).enumerate() {
-                            *o = block.finish(q, j, a);
-                        }
+                        let origin = (origin_y as usize, origin_x as usize);
+                        depthwise_window(g, input, filter, &block, q, (b, origin), first, out)?;
                         continue;
                     }
                     let acc = &mut acc[..n];
