@@ -300,8 +300,9 @@ pub(crate) fn conv_with<const PACKED: bool>(
 }
 
 /// Most bytes of one window (`filter_h * filter_w * in_c`) that
-/// [`conv_windows`] copies out (two windows on the stack, 1 KB).
-const WINDOW: usize = 512;
+/// [`conv_windows`] copies out (two windows on the stack, 2 KB: a 3x3
+/// filter over 64 channels fits, 576 bytes).
+const WINDOW: usize = 1024;
 
 /// Window bytes whose split words [`conv_windows`] holds at a time (the
 /// split words of two windows: 512 bytes on the stack).
