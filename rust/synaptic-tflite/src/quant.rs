@@ -241,25 +241,34 @@ pub(crate) struct Multiplier {
     multiplier: i32,
     left: u32,
     right: u32,
+    /// `2^right - 1`, the bits the right shift drops, and half of it: the
+    /// masks of [`rounding_divide_by_pot`] worked out once.
+    mask: i32,
+    half: i32,
 }
 
 impl Multiplier {
     /// `(multiplier, shift)` as the reference gives them.
     pub(crate) fn new(multiplier: i32, shift: i32) -> Self {
+        let right = (-shift).clamp(0, 31) as u32;
+        let mask = ((1i64 << right) - 1) as i32;
         Multiplier {
             multiplier,
             left: shift.clamp(0, 31) as u32,
-            right: (-shift).clamp(0, 31) as u32,
+            right,
+            mask,
+            half: mask >> 1,
         }
     }
 
     /// `MultiplyByQuantizedMultiplier(x, multiplier, shift)`.
     #[inline(always)]
     pub(crate) fn apply(self, x: i32) -> i32 {
-        rounding_divide_by_pot(
-            saturating_rounding_doubling_high_mul(x.wrapping_shl(self.left), self.multiplier),
-            self.right,
-        )
+        let high =
+            saturating_rounding_doubling_high_mul(x.wrapping_shl(self.left), self.multiplier);
+        // `rounding_divide_by_pot(high, right)` with its masks at hand.
+        let threshold = self.half + i32::from(high < 0);
+        high.wrapping_shr(self.right) + i32::from(high & self.mask > threshold)
     }
 }
 
