@@ -375,11 +375,15 @@ fn conv_windows(
                             *a = [a[0].wrapping_add(x0 * w), a[1].wrapping_add(x1 * w)];
                         }
                     }
-                    for (j, a) in acc.iter().enumerate() {
-                        *output.get_mut(at0 + j).ok_or(SHAPE)? = block.finish(q, j, a[0]);
-                        if two {
-                            *output.get_mut(at0 + g.out_c + j).ok_or(SHAPE)? =
-                                block.finish(q, j, a[1]);
+                    let out0 = output.get_mut(at0..at0 + n).ok_or(SHAPE)?;
+                    for (j, (o, a)) in out0.iter_mut().zip(acc.iter()).enumerate() {
+                        *o = block.finish(q, j, a[0]);
+                    }
+                    if two {
+                        let at1 = at0 + g.out_c;
+                        let out1 = output.get_mut(at1..at1 + n).ok_or(SHAPE)?;
+                        for (j, (o, a)) in out1.iter_mut().zip(acc.iter()).enumerate() {
+                            *o = block.finish(q, j, a[1]);
                         }
                     }
                     ox += if two { 2 } else { 1 };
