@@ -137,6 +137,82 @@ fn split(b: &[u8]) -> (u32, u32) {
     (sxtb16(w), sxtb16_ror8(w))
 }
 
+/// `Σ x[o + i] * w[p + i]` over the taps `(o, p)` of `offsets`, for the
+/// four lanes `i` (four channels of a depthwise window), or `None` if a
+/// tap lies outside `x` or `w`. On the DSP extension the loop over the
+/// taps is written out (`mac_taps_loop`) once the last, farthest tap is
+/// checked (the offsets increase).
+#[inline(always)]
+pub(crate) fn mac_taps(
+    x: Option<&[u8]>,
+    w: Option<&[u8]>,
+    offsets: &[(u32, u32)],
+) -> Option<[i32; 4]> {
+    let (x, w) = (x?, w?);
+    let &(last_x, last_w) = offsets.last()?;
+    if last_x as usize + 4 > x.len() || last_w as usize + 4 > w.len() {
+        return None;
+    }
+    #[cfg(synaptic_dsp)]
+    {
+        Some(mac_taps_loop(x, w, offsets))
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        offsets.iter().try_fold([0i32; 4], |acc, &(o, p)| {
+            let (o, p) = (o as usize, p as usize);
+            Some(mac4(x.get(o..o + 4)?, w.get(p..p + 4)?, acc))
+        })
+    }
+}
+
+/// [`mac_taps`]' loop in assembly: 14 instructions for a tap's 4
+/// products. `offsets` is not empty and every tap lies inside `x` and `w`
+/// (checked by the caller).
+#[cfg(synaptic_dsp)]
+#[inline(always)]
+fn mac_taps_loop(x: &[u8], w: &[u8], offsets: &[(u32, u32)]) -> [i32; 4] {
+    let [mut a0, mut a1, mut a2, mut a3] = [0i32; 4];
+    // SAFETY: reads `offsets.len()` pairs of `offsets` and, for each, a
+    // word of `x` and of `w` at its offsets (unaligned loads, which
+    // Cortex-M33 allows), all inside the slices: the caller checked the
+    // last, farthest tap and the offsets increase. Writes only register
+    // operands and the flags.
+    unsafe {
+        core::arch::asm!(
+            ".cpu cortex-m33",
+            "2:",
+            "ldrd {ox}, {ow}, [{tp}], #8",
+            "ldr {ox}, [{xb}, {ox}]",
+            "ldr {ow}, [{wb}, {ow}]",
+            "sxtb16 {xe}, {ox}",
+            "sxtb16 {ox}, {ox}, ror #8",
+            "sxtb16 {we}, {ow}",
+            "sxtb16 {ow}, {ow}, ror #8",
+            "smlabb {a0}, {xe}, {we}, {a0}",
+            "smlatt {a2}, {xe}, {we}, {a2}",
+            "smlabb {a1}, {ox}, {ow}, {a1}",
+            "smlatt {a3}, {ox}, {ow}, {a3}",
+            "subs {n}, {n}, #1",
+            "bne 2b",
+            a0 = inout(reg) a0,
+            a1 = inout(reg) a1,
+            a2 = inout(reg) a2,
+            a3 = inout(reg) a3,
+            tp = inout(reg) offsets.as_ptr() => _,
+            n = inout(reg) offsets.len() => _,
+            xb = in(reg) x.as_ptr(),
+            wb = in(reg) w.as_ptr(),
+            ox = out(reg) _,
+            ow = out(reg) _,
+            xe = out(reg) _,
+            we = out(reg) _,
+            options(nostack, readonly)
+        );
+    }
+    [a0, a1, a2, a3]
+}
+
 /// `acc[i] + x[i] * w[i]` for four int8 lanes (four channels of a
 /// depthwise convolution): 4 products for 2 loads, 4 splits and 4
 /// multiply-accumulates.

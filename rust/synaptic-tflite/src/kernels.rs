@@ -670,11 +670,28 @@ fn depthwise_as_conv(
 /// Most taps of a window whose rows [`depthwise_window`] holds at once.
 const WINDOW_TAPS: usize = 25;
 
+/// Where each tap of a depthwise window inside the image reads, relative
+/// to the window's top left input pixel and to the filter's first tap:
+/// `(input offset, filter offset)` in bytes, increasing.
+fn tap_offsets(g: &Geometry, offsets: &mut [(u32, u32); WINDOW_TAPS]) -> Result<usize, Error> {
+    let taps = g.filter_h * g.filter_w;
+    for (t, o) in offsets.iter_mut().enumerate().take(taps) {
+        let (fy, fx) = (t / g.filter_w, t % g.filter_w);
+        let x = (g.dilation_h * fy * g.in_w + g.dilation_w * fx) * g.in_c;
+        let w = t * g.out_c;
+        *o = (
+            u32::try_from(x).map_err(|_| SHAPE)?,
+            u32::try_from(w).map_err(|_| SHAPE)?,
+        );
+    }
+    Ok(taps)
+}
+
 /// The outputs of channels `first..first + out.len()` of one depthwise
 /// window inside the image at depth multiplier 1 (`at` = batch and the
-/// window's top left input pixel), `Σ w * x` plus `block.whole`: each
-/// tap's channels and weights sliced once, then four channels at a time
-/// over every tap (`dsp::mac4`, the accumulators in registers).
+/// window's top left input pixel), `Σ w * x` plus `block.whole`: four
+/// channels at a time over every tap (`dsp::mac_taps`, the accumulators
+/// in registers), the taps' places from `offsets` ([`tap_offsets`]).
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn depthwise_window(
@@ -684,37 +701,25 @@ fn depthwise_window(
     block: &Block,
     q: &Requantize<'_>,
     (b, (iy, ix)): (usize, (usize, usize)),
-    first: usize,
+    (first, offsets): (usize, &[(u32, u32)]),
     out: &mut [u8],
 ) -> Result<(), Error> {
     let n = out.len();
-    let taps = g.filter_h * g.filter_w;
-    let mut rows: [(&[u8], &[u8]); WINDOW_TAPS] = [(&[], &[]); WINDOW_TAPS];
-    for (t, row) in rows.iter_mut().enumerate().take(taps) {
-        let (fy, fx) = (t / g.filter_w, t % g.filter_w);
-        let x = ((b * g.in_h + iy + g.dilation_h * fy) * g.in_w + ix + g.dilation_w * fx) * g.in_c;
-        let w = t * g.out_c + first;
-        *row = (
-            input.get(x + first..x + first + n).ok_or(SHAPE)?,
-            filter.get(w..w + n).ok_or(SHAPE)?,
-        );
-    }
-    let rows = &rows[..taps];
+    let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + first;
+    let x = input.get(base..).ok_or(SHAPE)?;
+    let w = filter.get(first..).ok_or(SHAPE)?;
     let quads = n / 4 * 4;
     for (c, o) in out[..quads].chunks_exact_mut(4).enumerate() {
-        let lanes = 4 * c..4 * c + 4;
-        let mut acc = [0i32; 4];
-        for (x, w) in rows {
-            let (x, w) = (x.get(lanes.clone()), w.get(lanes.clone()));
-            acc = crate::dsp::mac4(x.ok_or(SHAPE)?, w.ok_or(SHAPE)?, acc);
-        }
+        let lanes = 4 * c..;
+        let acc = crate::dsp::mac_taps(x.get(lanes.clone()), w.get(lanes), offsets).ok_or(SHAPE)?;
         for (i, (o, a)) in o.iter_mut().zip(acc).enumerate() {
             *o = block.finish(q, 4 * c + i, a);
         }
     }
     for (j, o) in out.iter_mut().enumerate().skip(quads) {
-        let acc = rows.iter().try_fold(0i32, |a, (x, w)| {
-            Ok::<i32, Error>(a.wrapping_add(byte(x, j)? * byte(w, j)?))
+        let acc = offsets.iter().try_fold(0i32, |a, &(ox, ow)| {
+            let (ox, ow) = (ox as usize + j, ow as usize + j);
+            Ok::<i32, Error>(a.wrapping_add(byte(x, ox)? * byte(w, ow)?))
         })?;
         *o = block.finish(q, j, acc);
     }
@@ -758,6 +763,12 @@ fn depthwise_blocks<const PACKED: bool>(
 ) -> Result<(), Error> {
     let dm = g.depth_multiplier;
     let packed = PACKED && dm == 1 && g.filter_h * g.filter_w <= WINDOW_TAPS;
+    let mut offsets = [(0, 0); WINDOW_TAPS];
+    let tap_count = if packed {
+        tap_offsets(g, &mut offsets)?
+    } else {
+        0
+    };
     let mut block = Block::new();
     let mut acc = [0i32; BLOCK];
     let mut first = 0;
@@ -791,7 +802,8 @@ fn depthwise_blocks<const PACKED: bool>(
                     if packed && ys.len() == g.filter_h && xs.len() == g.filter_w {
                         let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
                         let origin = (origin_y as usize, origin_x as usize);
-                        depthwise_window(g, input, filter, &block, q, (b, origin), first, out)?;
+                        let taps = (first, &offsets[..tap_count]);
+                        depthwise_window(g, input, filter, &block, q, (b, origin), taps, out)?;
                         continue;
                     }
                     let acc = &mut acc[..n];
