@@ -362,16 +362,16 @@ fn conv_windows(
                         let (x0, x1) = (&x0[start..end], &x1[start..end]);
                         let split = &mut split[..end - start];
                         crate::dsp::interleave(x0, x1, split);
-                        for (j, a) in acc.iter_mut().enumerate() {
-                            let w = filters.get(j * k + start..j * k + end).ok_or(SHAPE)?;
+                        for (a, f) in acc.iter_mut().zip(filters.chunks_exact(k)) {
+                            let w = f.get(start..end).ok_or(SHAPE)?;
                             *a = crate::dsp::dot2x1(split, w, *a);
                         }
                         start = end;
                     }
                     for t in words..k {
                         let (x0, x1) = (byte(x0, t)?, byte(x1, t)?);
-                        for (j, a) in acc.iter_mut().enumerate() {
-                            let w = byte(filters, j * k + t)?;
+                        for (a, f) in acc.iter_mut().zip(filters.chunks_exact(k)) {
+                            let w = byte(f, t)?;
                             *a = [a[0].wrapping_add(x0 * w), a[1].wrapping_add(x1 * w)];
                         }
                     }
