@@ -876,17 +876,42 @@ pub(crate) fn fully_connected(
         let layer = (batches, depth, units);
         return fully_connected_packed(layer, input, filter, filter_offset, bias, q, output);
     }
-    fully_connected_portable(
-        batches,
-        depth,
-        units,
-        input,
-        filter,
-        filter_offset,
-        bias,
-        q,
-        output,
-    )
+    let per_channel = q.channels.len() > 8;
+    for b in 0..batches {
+        let row = input.get(b * depth..(b + 1) * depth).ok_or(SHAPE)?;
+        for u in 0..units {
+            let weights = filter.get(u * depth..(u + 1) * depth).ok_or(SHAPE)?;
+            let mut acc: i32 = 0;
+            for (&x, &w) in row.iter().zip(weights) {
+                let x = i32::from(x as i8) + q.input_offset;
+                let w = i32::from(w as i8) + filter_offset;
+                acc = acc.wrapping_add(w.wrapping_mul(x));
+            }
+            *output.get_mut(b * units + u).ok_or(SHAPE)? =
+                fully_connected_output(acc, bias, u, per_channel, q)?;
+        }
+    }
+    Ok(())
+}
+
+/// Unit `u`'s output byte from its accumulated `Σ (w + filter_offset) * (x
+/// + input_offset)`: bias, then LiteRT's fully-connected requantisation,
+/// which rounds once (see `quant`).
+#[inline(always)]
+fn fully_connected_output(
+    acc: i32,
+    bias: Option<&[u8]>,
+    u: usize,
+    per_channel: bool,
+    q: &Requantize<'_>,
+) -> Result<u8, Error> {
+    let acc = match bias {
+        Some(bias) => acc.wrapping_add(word(bias, u)?),
+        None => acc,
+    };
+    let (m, shift) = channel(q.channels, if per_channel { u } else { 0 })?;
+    let scaled = multiply_by_quantized_multiplier_once(acc, m, shift);
+    Ok(clamp(scaled.wrapping_add(q.output_offset), q.act_min, q.act_max) as i8 as u8)
 }
 
 /// [`fully_connected`] on the DSP extension; `layer` is `(batches, depth,
@@ -941,54 +966,11 @@ pub(crate) fn fully_connected_packed(
                     let x = byte(row, t)? + q.input_offset;
                     *a = a.wrapping_add(byte(filter, u * depth + t)?.wrapping_mul(x));
                 }
-                *a = a.wrapping_add(filter_offset.wrapping_mul(row_sum));
-                if let Some(bias) = bias {
-                    *a = a.wrapping_add(word(bias, u)?);
-                }
-                let (m, shift) = channel(q.channels, if per_channel { u } else { 0 })?;
-                // LiteRT's fully-connected kernel rounds once (see `quant`).
-                let scaled = multiply_by_quantized_multiplier_once(*a, m, shift);
+                let sum = a.wrapping_add(filter_offset.wrapping_mul(row_sum));
                 *output.get_mut(b * units + u).ok_or(SHAPE)? =
-                    clamp(scaled.wrapping_add(q.output_offset), q.act_min, q.act_max) as i8 as u8;
+                    fully_connected_output(sum, bias, u, per_channel, q)?;
             }
             first += n;
-        }
-    }
-    Ok(())
-}
-
-/// [`fully_connected`] in portable Rust, the reference loops as written.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fully_connected_portable(
-    batches: usize,
-    depth: usize,
-    units: usize,
-    input: &[u8],
-    filter: &[u8],
-    filter_offset: i32,
-    bias: Option<&[u8]>,
-    q: &Requantize<'_>,
-    output: &mut [u8],
-) -> Result<(), Error> {
-    let per_channel = q.channels.len() > 8;
-    for b in 0..batches {
-        let row = input.get(b * depth..(b + 1) * depth).ok_or(SHAPE)?;
-        for u in 0..units {
-            let weights = filter.get(u * depth..(u + 1) * depth).ok_or(SHAPE)?;
-            let mut acc: i32 = 0;
-            for (&x, &w) in row.iter().zip(weights) {
-                let x = i32::from(x as i8) + q.input_offset;
-                let w = i32::from(w as i8) + filter_offset;
-                acc = acc.wrapping_add(w.wrapping_mul(x));
-            }
-            if let Some(bias) = bias {
-                acc = acc.wrapping_add(word(bias, u)?);
-            }
-            let (m, shift) = channel(q.channels, if per_channel { u } else { 0 })?;
-            // LiteRT's fully-connected kernel rounds once (see `quant`).
-            let scaled = multiply_by_quantized_multiplier_once(acc, m, shift);
-            *output.get_mut(b * units + u).ok_or(SHAPE)? =
-                clamp(scaled.wrapping_add(q.output_offset), q.act_min, q.act_max) as i8 as u8;
         }
     }
     Ok(())
