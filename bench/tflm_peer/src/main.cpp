@@ -11,6 +11,7 @@
  *   tflm_peer: <name>/<input> MATCH|DIFFERS (...), <C> emulated cycles
  *   tflm_peer: <name>: <N> emulated cycles/inference, <M> MACs,
  *              <a>.<bb> emulated cycles/MAC, arena <B> B
+ *   tflm_peer: profile <name> op <i> <C>
  *   tflm_peer: DONE
  *
  * The inputs are those of tests/tflite_golden, bit for bit: the shipped
@@ -24,6 +25,9 @@
  * (QEMU -icount: deterministic), averaged over the inputs; MACs are those
  * of the CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED operators, counted
  * from the flatbuffer; arena is MicroInterpreter::arena_used_bytes().
+ * The per-operator profile lines (tests/tflite_golden prints the same for
+ * ours) come from one more Invoke() with a profiler attached, after the
+ * timed ones, so the profiler's calls are not in the timed figures.
  */
 
 #include <zephyr/kernel.h>
@@ -35,6 +39,7 @@
 #include "tensorflow/compiler/mlir/lite/schema/schema_utils.h"
 #include "tensorflow/lite/micro/micro_interpreter.h"
 #include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
+#include "tensorflow/lite/micro/micro_profiler_interface.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 
 /* The benchmark is of the MCXN947's CPU0: CMSIS-NN must take its DSP paths. */
@@ -434,6 +439,66 @@ const tflite::Model *load(const char *name, const uint8_t *bytes)
 	return model;
 }
 
+/* The ticks of each operator of one Invoke(), in execution order. */
+class OpProfiler : public tflite::MicroProfilerInterface {
+public:
+	uint32_t BeginEvent(const char *tag) override
+	{
+		(void)tag;
+		if (count_ == MAX_EVENTS) {
+			return MAX_EVENTS;
+		}
+		start_[count_] = k_cycle_get_32();
+		return count_++;
+	}
+
+	void EndEvent(uint32_t event) override
+	{
+		if (event < MAX_EVENTS) {
+			spent_[event] = k_cycle_get_32() - start_[event];
+		}
+	}
+
+	void print(const char *name) const
+	{
+		for (uint32_t i = 0; i < count_; i++) {
+			printk("tflm_peer: profile %s op %u %u\n", name, (unsigned int)i,
+			       (unsigned int)spent_[i]);
+		}
+	}
+
+private:
+	static constexpr uint32_t MAX_EVENTS = 128;
+	uint32_t start_[MAX_EVENTS] = {};
+	uint32_t spent_[MAX_EVENTS] = {};
+	uint32_t count_ = 0;
+};
+
+/* One profiled Invoke() of a model on input 0 of the xorshift stream. */
+void profile(const char *name, const tflite::Model *model, const Resolver &resolver)
+{
+	static OpProfiler profiler;
+
+	profiler = OpProfiler();
+	tflite::MicroInterpreter interpreter(model, resolver, arena, ARENA_SIZE, nullptr, &profiler);
+
+	if (interpreter.AllocateTensors() != kTfLiteOk) {
+		return;
+	}
+	for (size_t i = 0; i < interpreter.inputs_size(); i++) {
+		TfLiteTensor *slot = interpreter.input(i);
+
+		fill_input(0, (uint32_t)i, slot->type == kTfLiteFloat32, slot->data.uint8,
+			   slot->bytes);
+	}
+	/* Allocation and the first Invoke's preparation emit no per-op events
+	 * after Invoke() starts: the profile is of the operators alone. */
+	profiler = OpProfiler();
+	if (interpreter.Invoke() == kTfLiteOk) {
+		profiler.print(name);
+	}
+}
+
 /* Runs the shipped inputs of a case; false if TFLite Micro refused it. */
 bool run_case(const Case &c, const Resolver &resolver)
 {
@@ -583,10 +648,14 @@ int main(void)
 	printk("tflm_peer: TFLite Micro with CMSIS-NN kernels, k_cycle_get_32 ticks, emulated "
 	       "(QEMU -icount)\n");
 	for (const Case &c : cases) {
-		run_case(c, resolver);
+		if (run_case(c, resolver)) {
+			profile(c.name, load(c.name, c.model), resolver);
+		}
 	}
 	for (const Network &network : networks) {
-		run_network(network, resolver);
+		if (run_network(network, resolver)) {
+			profile(network.name, load(network.name, network.model), resolver);
+		}
 	}
 	printk("tflm_peer: DONE\n");
 	return 0;

@@ -81,7 +81,9 @@ impl<'a> Model<'a> {
         for t in 0..self.tensors.len() {
             self.tensor(t)?;
         }
-        self.check_graph()
+        self.check_graph()?;
+        self.validated = true;
+        Ok(())
     }
 
     /// Every operator of a model with what it needs and whether this

@@ -337,6 +337,12 @@ impl Record {
         self.size != 0
     }
 
+    /// The bytes the plan gives the tensor: its size, aligned (`lifetimes`
+    /// checked that this fits a `u32`).
+    fn span(&self) -> u32 {
+        align(self.size as usize).map_or(u32::MAX, |n| n as u32)
+    }
+
     fn lives_with(&self, other: &Record) -> bool {
         self.first <= other.last && other.first <= self.last
     }
@@ -531,7 +537,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     pub fn step(&mut self) -> Result<bool, Error> {
         let operators = self.model.operator_count();
         if self.next < operators {
-            let end = self.run(self.next, self.row, Some(STEP_ROWS))?;
+            let p = self.model.prepare(self.next)?;
+            let end = self.run(&p, self.next, self.row, Some(STEP_ROWS))?;
             match end {
                 Some(row) => self.row = row,
                 None => {
@@ -644,9 +651,12 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         for t in 0..model.tensor_count() {
             unplanned.write(arena, t)?;
         }
+        // The exact size (`Interpreter::range` reads it back); the plan
+        // aligns it.
         let size = |t: usize| -> Result<u32, Error> {
-            let bytes = align(model.tensor(t)?.byte_len()).ok_or(Error::TooLarge)?;
-            u32::try_from(bytes).map_err(|_| Error::TooLarge)
+            let bytes = model.tensor(t)?.byte_len();
+            u32::try_from(align(bytes).ok_or(Error::TooLarge)?).map_err(|_| Error::TooLarge)?;
+            Ok(bytes as u32)
         };
         for i in 0..model.input_count() {
             let t = model.input_tensor(i)?;
@@ -698,7 +708,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             let mut next: Option<(usize, Record)> = None;
             for t in 0..tensors {
                 let r = Record::read(arena, t)?;
-                if r.planned() && r.offset == NONE && next.is_none_or(|(_, n)| r.size > n.size) {
+                if r.planned() && r.offset == NONE && next.is_none_or(|(_, n)| r.span() > n.span())
+                {
                     next = Some((t, r));
                 }
             }
@@ -713,8 +724,8 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                     if other == t || o.offset == NONE || !o.planned() || !o.lives_with(&r) {
                         continue;
                     }
-                    let end = o.offset + o.size;
-                    if o.offset < offset.saturating_add(r.size) && end > offset {
+                    let end = o.offset + o.span();
+                    if o.offset < offset.saturating_add(r.span()) && end > offset {
                         blocking_end = Some(blocking_end.map_or(end, |b| b.min(end)));
                     }
                 }
@@ -725,7 +736,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
             }
             r.offset = offset;
             r.write(arena, t)?;
-            let end = offset.checked_add(r.size).ok_or(Error::TooLarge)?;
+            let end = offset.checked_add(r.span()).ok_or(Error::TooLarge)?;
             peak = peak.max(end as usize);
         }
         Ok(peak)
@@ -789,7 +800,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         if r.offset == NONE {
             return Err(Error::Internal("tensor not planned"));
         }
-        let len = self.model.tensor(t)?.byte_len();
+        let len = r.size as usize;
         // Checked: a resumed plan is read back from the arena.
         let start = self
             .activations
@@ -850,8 +861,9 @@ impl<'m, 'a> Interpreter<'m, 'a> {
     /// As [`invoke`](Self::invoke).
     pub fn invoke_observed(&mut self, mut observe: impl FnMut(usize, &[u8])) -> Result<(), Error> {
         for k in 0..self.model.operator_count() {
-            self.run(k, 0, None)?;
-            let range = self.range(self.model.prepare(k)?.output())?;
+            let p = self.model.prepare(k)?;
+            self.run(&p, k, 0, None)?;
+            let range = self.range(p.output())?;
             observe(k, self.arena.get(range).ok_or(SHAPE)?);
         }
         // A whole run: a sliced one would have nothing left to do.
@@ -860,11 +872,16 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         Ok(())
     }
 
-    /// Runs operator `k`; a convolution from output row `from`, at most
-    /// `limit` rows of it when given. `Some(row)`: the operator goes on at
-    /// `row`; `None`: it is complete.
-    fn run(&mut self, k: usize, from: usize, limit: Option<usize>) -> Result<Option<usize>, Error> {
-        let p = self.model.prepare(k)?;
+    /// Runs operator `k`, prepared as `p`; a convolution from output row
+    /// `from`, at most `limit` rows of it when given. `Some(row)`: the
+    /// operator goes on at `row`; `None`: it is complete.
+    fn run(
+        &mut self,
+        p: &Prepared<'m>,
+        k: usize,
+        from: usize,
+        limit: Option<usize>,
+    ) -> Result<Option<usize>, Error> {
         let tensors = self.model.tensor_count();
         let channel_start = get_word(self.arena, tensors * TENSOR_RECORD + k * OPERATOR_RECORD)?;
         let channel_range = if channel_start == NONE {
@@ -919,7 +936,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
                 };
             }
             let channels = bookkeeping.get(channel_range.clone()).ok_or(SHAPE)?;
-            end = Self::kernel(&p, &inputs[..p.inputs.len()], y, o, channels, from, limit)?;
+            end = Self::kernel(p, &inputs[..p.inputs.len()], y, o, channels, from, limit)?;
         }
         Ok(end)
     }

@@ -259,6 +259,10 @@ pub struct Model<'a> {
     pub(crate) inputs: Vector<'a>,
     pub(crate) outputs: Vector<'a>,
     pub(crate) work: u64,
+    /// Every operator and tensor passed [`Model::parse`]'s checks: what
+    /// they checked once need not be checked again when an operator is
+    /// prepared to run (the bytes are borrowed immutably).
+    pub(crate) validated: bool,
 }
 
 pub(crate) fn invalid_tensor(tensor: usize, reason: &'static str) -> Error {
@@ -325,6 +329,7 @@ impl<'a> Model<'a> {
             inputs,
             outputs,
             work: 0,
+            validated: false,
         };
         Ok(model)
     }
@@ -628,7 +633,8 @@ impl<'a> Model<'a> {
                 "filter scales do not match its channels",
             ));
         }
-        for c in 0..n {
+        // Per channel, once: at parse, not at every run of the operator.
+        for c in (0..n).filter(|_| !self.validated) {
             let s = q.scales.f32(c)?;
             if !(s.is_finite() && s > 0.0) {
                 return Err(invalid_operator(index, "filter scale not positive"));
