@@ -6,6 +6,8 @@
 //! in portable Rust, so that host tests run the packed kernels exactly as
 //! the core does and compare them with the portable ones.
 
+use crate::quant::Requant;
+
 /// `SXTB16`: bytes 0 and 2 of `x`, sign-extended into the low and high
 /// int16 halves.
 #[inline(always)]
@@ -447,6 +449,71 @@ fn dot_split1x2_loop(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
         );
     }
     [a0, a1]
+}
+
+/// One lane of `acc` requantised into `out` by `requant` (one per
+/// channel) and clamped to int8 (`SSAT`): `out[j] =
+/// requant[j].apply(acc[j][lane]) as i8`, over as many channels as all
+/// three have. On the DSP extension the loop is written out
+/// (`requantize_lane_loop`).
+#[inline(never)]
+pub(crate) fn requantize_lane(acc: &[[i32; 2]], lane: usize, requant: &[Requant], out: &mut [u8]) {
+    let n = acc.len().min(requant.len()).min(out.len());
+    #[cfg(synaptic_dsp)]
+    {
+        requantize_lane_loop(&acc[..n], lane & 1, &requant[..n], &mut out[..n]);
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        for ((o, a), r) in out[..n].iter_mut().zip(acc).zip(requant) {
+            *o = r.apply(a[lane & 1]).clamp(-128, 127) as i8 as u8;
+        }
+    }
+}
+
+/// [`requantize_lane`]'s loop in assembly: 12 instructions an output
+/// (LLVM's had 23). The slices have one length; `lane` is 0 or 1.
+#[cfg(synaptic_dsp)]
+#[inline(always)]
+fn requantize_lane_loop(acc: &[[i32; 2]], lane: usize, requant: &[Requant], out: &mut [u8]) {
+    if out.is_empty() {
+        return;
+    }
+    // SAFETY: reads `out.len()` accumulators of lane `lane` (word-aligned
+    // `i32`s 8 bytes apart, inside `acc`) and as many `Requant`s (16-byte
+    // `repr(C)` records: `round` as low and high words, then `multiplier`
+    // and `shift`; LDRD needs word alignment, which they have), and writes
+    // `out.len()` bytes of `out`; all three have that length (the caller
+    // cut them). Writes only register operands and the flags otherwise.
+    unsafe {
+        core::arch::asm!(
+            ".cpu cortex-m33",
+            "2:",
+            "ldr {a}, [{ap}], #8",
+            "ldrd {lo}, {hi}, [{rp}], #8",
+            // round - [a < 0] 2^31, the ties' correction.
+            "and {sh}, {a}, #0x80000000",
+            "subs {lo}, {lo}, {sh}",
+            "sbc {hi}, {hi}, #0",
+            "ldrd {m}, {sh}, [{rp}], #8",
+            "smlal {lo}, {hi}, {a}, {m}",
+            "asr {hi}, {hi}, {sh}",
+            "ssat {hi}, #8, {hi}",
+            "strb {hi}, [{op}], #1",
+            "subs {n}, {n}, #1",
+            "bne 2b",
+            ap = inout(reg) acc.as_ptr().cast::<i32>().wrapping_add(lane) => _,
+            rp = inout(reg) requant.as_ptr() => _,
+            op = inout(reg) out.as_mut_ptr() => _,
+            n = inout(reg) out.len() => _,
+            a = out(reg) _,
+            lo = out(reg) _,
+            hi = out(reg) _,
+            m = out(reg) _,
+            sh = out(reg) _,
+            options(nostack)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use core::ops::Range;
 use crate::model::Geometry;
 use crate::quant::{
     clamp, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_i64,
-    multiply_by_quantized_multiplier_once, scale_as_double, unpack_double, Multiplier,
+    multiply_by_quantized_multiplier_once, scale_as_double, unpack_double, Multiplier, Requant,
 };
 use crate::Error;
 
@@ -75,12 +75,20 @@ impl<'a> Requantize<'a> {
 
     #[inline(always)]
     fn finish(&self, acc: i32, multiplier: Multiplier) -> u8 {
-        let scaled = multiplier.apply(acc);
-        clamp(
-            scaled.wrapping_add(self.output_offset),
-            self.act_min,
-            self.act_max,
-        ) as i8 as u8
+        self.store(multiplier.apply(acc))
+    }
+
+    /// The output byte of a requantised accumulator.
+    #[inline(always)]
+    fn store(&self, scaled: i32) -> u8 {
+        self.clamp(scaled.wrapping_add(self.output_offset))
+    }
+
+    /// The output byte of a requantised accumulator with the output
+    /// offset added.
+    #[inline(always)]
+    fn clamp(&self, value: i32) -> u8 {
+        clamp(value, self.act_min, self.act_max) as i8 as u8
     }
 }
 
@@ -159,6 +167,10 @@ struct Block {
     /// `bias + input_offset * filter_sum`: what a whole window adds to
     /// `Σ w * x`.
     whole: [i32; BLOCK],
+    /// The multipliers with the output offset, as [`Requant`]s, when
+    /// every multiplier of the block has one (`fast`).
+    requant: [Requant; BLOCK],
+    fast: bool,
 }
 
 impl Block {
@@ -168,13 +180,37 @@ impl Block {
             multiplier: [Multiplier::default(); BLOCK],
             filter_sum: [0; BLOCK],
             whole: [0; BLOCK],
+            requant: [Requant::default(); BLOCK],
+            fast: false,
         }
     }
 
     /// Output byte of block channel `j` from `Σ w * x` of a whole window.
     #[inline(always)]
     fn finish(&self, q: &Requantize<'_>, j: usize, dot: i32) -> u8 {
-        q.finish(dot.wrapping_add(self.whole[j]), self.multiplier[j])
+        let acc = dot.wrapping_add(self.whole[j]);
+        if self.fast {
+            q.clamp(self.requant[j].apply(acc))
+        } else {
+            q.store(self.multiplier[j].apply(acc))
+        }
+    }
+
+    /// The output bytes `out` of one lane of `acc` (per block channel,
+    /// `Σ w * x` of a whole window plus [`whole`](Self::whole)).
+    fn finish_lane(&self, q: &Requantize<'_>, acc: &[[i32; 2]], lane: usize, out: &mut [u8]) {
+        let lane = lane & 1;
+        if !self.fast {
+            for ((o, a), &m) in out.iter_mut().zip(acc).zip(&self.multiplier) {
+                *o = q.store(m.apply(a[lane]));
+            }
+        } else if (q.act_min, q.act_max) == (-128, 127) {
+            crate::dsp::requantize_lane(acc, lane, &self.requant, out);
+        } else {
+            for ((o, a), r) in out.iter_mut().zip(acc).zip(&self.requant) {
+                *o = q.clamp(r.apply(a[lane]));
+            }
+        }
     }
 
     /// The whole-filter sums of the block's channels (`k` bytes each),
@@ -212,6 +248,13 @@ impl Block {
             };
             let (m, shift) = channel(q.channels, first + j)?;
             self.multiplier[j] = Multiplier::new(m, shift);
+        }
+        self.fast = true;
+        for (r, &m) in self.requant.iter_mut().zip(&self.multiplier[..n]) {
+            match Requant::new(m, q.output_offset) {
+                Some(fast) => *r = fast,
+                None => self.fast = false,
+            }
         }
         Ok(())
     }
@@ -352,7 +395,9 @@ fn conv_windows(
                     };
                     let at0 = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
                     let acc = &mut acc[..n];
-                    acc.fill([0; 2]);
+                    for (a, &w) in acc.iter_mut().zip(&block.whole) {
+                        *a = [w; 2];
+                    }
                     // The two windows' words split once per pass, then
                     // every filter of the block over them.
                     let words = k / 4 * 4;
@@ -376,15 +421,11 @@ fn conv_windows(
                         }
                     }
                     let out0 = output.get_mut(at0..at0 + n).ok_or(SHAPE)?;
-                    for (j, (o, a)) in out0.iter_mut().zip(acc.iter()).enumerate() {
-                        *o = block.finish(q, j, a[0]);
-                    }
+                    block.finish_lane(q, acc, 0, out0);
                     if two {
                         let at1 = at0 + g.out_c;
                         let out1 = output.get_mut(at1..at1 + n).ok_or(SHAPE)?;
-                        for (j, (o, a)) in out1.iter_mut().zip(acc.iter()).enumerate() {
-                            *o = block.finish(q, j, a[1]);
-                        }
+                        block.finish_lane(q, acc, 1, out1);
                     }
                     ox += if two { 2 } else { 1 };
                 }

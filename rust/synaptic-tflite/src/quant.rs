@@ -233,42 +233,101 @@ pub(crate) fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
     ((i64::from(a) * i64::from(b) + (1 << 30)) >> 31) as i32
 }
 
-/// A requantisation multiplier with its shift split once into the left
-/// and right shifts [`multiply_by_quantized_multiplier`] applies: a
-/// convolution applies one per output channel to every output.
+/// A requantisation multiplier with its two roundings worked out once as
+/// one 64-bit sum and shift: a convolution applies one per output channel
+/// to every output.
+///
+/// For `multiplier >= 0`, `MultiplyByQuantizedMultiplier(x, m, shift)` is
+/// `RoundingDivideByPOT(SRDHM(x << left, m), right)`, with `SRDHM(y, m) =
+/// floor((y m + 2^30) / 2^31)` and, for `right >= 1`,
+/// `RoundingDivideByPOT(v, right) = floor((v + 2^(right-1) - [v < 0]) /
+/// 2^right)` (ties away from zero). Nested floors of divisions by positive
+/// integers are one floor, so the result is `floor((y m + 2^30 +
+/// 2^(30+right) - [v < 0] 2^31) / 2^(31+right))`; and `v < 0` may be read as
+/// `y < 0` (where they differ, `v` is 0 and both give 0). `right = 0`
+/// leaves `floor((y m + 2^30) / 2^31)`. A negative multiplier (which no
+/// quantised scale gives) takes the reference's two steps.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Multiplier {
     multiplier: i32,
-    left: u32,
-    right: u32,
-    /// `2^right - 1`, the bits the right shift drops, and half of it: the
-    /// masks of [`rounding_divide_by_pot`] worked out once.
-    mask: i32,
-    half: i32,
+    left: u8,
+    right: u8,
 }
 
 impl Multiplier {
     /// `(multiplier, shift)` as the reference gives them.
     pub(crate) fn new(multiplier: i32, shift: i32) -> Self {
-        let right = (-shift).clamp(0, 31) as u32;
-        let mask = ((1i64 << right) - 1) as i32;
         Multiplier {
             multiplier,
-            left: shift.clamp(0, 31) as u32,
-            right,
-            mask,
-            half: mask >> 1,
+            left: shift.clamp(0, 31) as u8,
+            right: (-shift).clamp(0, 31) as u8,
+        }
+    }
+
+    /// `x m + 2^30 (+ 2^(30+right) - [x < 0] 2^31 when right >= 1)`, the
+    /// sum the two roundings drop bits of, for a multiplier that is not
+    /// negative.
+    #[inline(always)]
+    fn sum(self, x: i32) -> i64 {
+        let product = i64::from(x) * i64::from(self.multiplier) + (1 << 30);
+        if self.right == 0 {
+            product
+        } else {
+            product + (1i64 << (30 + self.right)) - (i64::from(x >> 31) & (1 << 31))
         }
     }
 
     /// `MultiplyByQuantizedMultiplier(x, multiplier, shift)`.
     #[inline(always)]
     pub(crate) fn apply(self, x: i32) -> i32 {
-        let high =
-            saturating_rounding_doubling_high_mul(x.wrapping_shl(self.left), self.multiplier);
-        // `rounding_divide_by_pot(high, right)` with its masks at hand.
-        let threshold = self.half + i32::from(high < 0);
-        high.wrapping_shr(self.right) + i32::from(high & self.mask > threshold)
+        let x = x.wrapping_shl(u32::from(self.left));
+        if self.multiplier < 0 {
+            return rounding_divide_by_pot(
+                saturating_rounding_doubling_high_mul(x, self.multiplier),
+                u32::from(self.right),
+            );
+        }
+        (self.sum(x) >> (31 + self.right)) as i32
+    }
+}
+
+/// A [`Multiplier`] that shifts right (so not left) and is not negative,
+/// with an output offset added, as one multiply-accumulate into a 64-bit
+/// constant and a shift of the high word: `Multiplier::apply(x) + offset`
+/// is `(x m + round - [x < 0] 2^31) >> 32 >> shift`, where `round = 2^30 +
+/// 2^(30+right) + offset 2^(31+right)` and `shift = right - 1` (adding
+/// `offset 2^(31+right)` before the shift by `31 + right` adds `offset`
+/// after it, exactly). The layout is the one `dsp::requantize` reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub(crate) struct Requant {
+    round: i64,
+    multiplier: i32,
+    shift: u32,
+}
+
+impl Requant {
+    /// `m` followed by adding `offset` (an int8 zero point), if `m`
+    /// shifts right by 1 to 23 bits and is not negative (then every sum
+    /// fits an `i64`: `|x m| < 2^62`, `|offset 2^(31+right)| <= 2^61`).
+    pub(crate) fn new(m: Multiplier, offset: i32) -> Option<Self> {
+        let right = u32::from(m.right);
+        if m.multiplier < 0 || !(1..=23).contains(&right) || !(-128..=127).contains(&offset) {
+            return None;
+        }
+        Some(Requant {
+            round: (1 << 30) + (1i64 << (30 + right)) + (i64::from(offset) << (31 + right)),
+            multiplier: m.multiplier,
+            shift: right - 1,
+        })
+    }
+
+    /// [`Multiplier::apply`]`(x) + offset`.
+    #[inline(always)]
+    pub(crate) fn apply(self, x: i32) -> i32 {
+        let sum = i64::from(x) * i64::from(self.multiplier) + self.round
+            - (i64::from(x >> 31) & (1 << 31));
+        ((sum >> 32) as i32) >> self.shift
     }
 }
 
@@ -653,29 +712,46 @@ mod tests {
             1 << 30,
             i32::MAX,
         ];
-        for i in 0..2_000_000u32 {
-            let (a, b) = match i % 4 {
+        for i in 0..3_000_000u32 {
+            let mut shift = (next() % 63) as i32 - 31;
+            let (a, b) = match i % 6 {
                 0 => (next() as i32, next() as i32),
                 // b = 2^k and small a: products exactly on a tie and one off.
                 1 => ((next() as i32) >> (next() % 31), 1 << (next() % 31)),
                 2 => (edges[(next() % 10) as usize], next() as i32),
-                _ => (edges[(next() % 10) as usize], edges[(next() % 10) as usize]),
+                3 => (edges[(next() % 10) as usize], edges[(next() % 10) as usize]),
+                // The right shift's ties: SRDHM(a, 2^30) is floor((a + 1)
+                // / 2), so a = 2v gives v = t 2^right + 2^(right - 1),
+                // exactly halfway, and 2v - 1, 2v + 1 its neighbours.
+                4 => {
+                    let right = 1 + next() % 30;
+                    shift = -(right as i32);
+                    let t = (next() as i32) >> (right + 1);
+                    let v = t.wrapping_shl(right).wrapping_add(1 << (right - 1));
+                    let d = (next() % 3) as i32 - 1;
+                    (v.wrapping_mul(2).wrapping_add(d), 1 << 30)
+                }
+                // Quantised multipliers (2^30 up to 2^31) and accumulators.
+                _ => (
+                    (next() as i32) >> (next() % 32),
+                    (1 << 30) | (next() >> 2) as i32,
+                ),
             };
             assert_eq!(
                 saturating_rounding_doubling_high_mul(a, b),
                 gemmlowp(a, b),
                 "{a} {b}"
             );
-            let shift = (next() % 63) as i32 - 31;
             let reference = rounding_divide_by_pot(
                 gemmlowp(a.wrapping_mul(1 << shift.clamp(0, 31)), b),
                 (-shift).clamp(0, 31) as u32,
             );
-            assert_eq!(
-                Multiplier::new(b, shift).apply(a),
-                reference,
-                "{a} {b} {shift}"
-            );
+            let m = Multiplier::new(b, shift);
+            assert_eq!(m.apply(a), reference, "{a} {b} {shift}");
+            let offset = (next() as i32) >> 24;
+            if let Some(r) = Requant::new(m, offset) {
+                assert_eq!(r.apply(a), reference + offset, "{a} {b} {shift} {offset}");
+            }
         }
     }
 
