@@ -116,12 +116,15 @@ multiply_accumulate!(
 );
 
 multiply_accumulate!(
-    /// `SMLABB`: `acc` plus the product of the low int16 halves.
+    /// `SMLABB`: `acc` plus the product of the low int16 halves (`mac4`'s;
+    /// `mac_taps_loop` writes it out).
+    #[cfg(any(test, not(synaptic_dsp)))]
     smlabb, "smlabb", |a, b, acc| acc.wrapping_add(halves(a).0 * halves(b).0)
 );
 
 multiply_accumulate!(
     /// `SMLATT`: `acc` plus the product of the high int16 halves.
+    #[cfg(any(test, not(synaptic_dsp)))]
     smlatt, "smlatt", |a, b, acc| acc.wrapping_add(halves(a).1 * halves(b).1)
 );
 
@@ -139,16 +142,17 @@ fn split(b: &[u8]) -> (u32, u32) {
     (sxtb16(w), sxtb16_ror8(w))
 }
 
-/// `Σ x[o + i] * w[p + i]` over the taps `(o, p)` of `offsets`, for the
-/// four lanes `i` (four channels of a depthwise window), or `None` if a
-/// tap lies outside `x` or `w`. On the DSP extension the loop over the
-/// taps is written out (`mac_taps_loop`) once the last, farthest tap is
-/// checked (the offsets increase).
+/// `acc[i] + Σ x[o + i] * w[p + i]` over the taps `(o, p)` of `offsets`,
+/// for the four lanes `i` (four channels of a depthwise window), or `None`
+/// if a tap lies outside `x` or `w`. On the DSP extension the loop over
+/// the taps is written out (`mac_taps_loop`) once the last, farthest tap
+/// is checked (the offsets increase).
 #[inline(always)]
 pub(crate) fn mac_taps(
     x: Option<&[u8]>,
     w: Option<&[u8]>,
     offsets: &[(u32, u32)],
+    acc: [i32; 4],
 ) -> Option<[i32; 4]> {
     let (x, w) = (x?, w?);
     let &(last_x, last_w) = offsets.last()?;
@@ -157,11 +161,11 @@ pub(crate) fn mac_taps(
     }
     #[cfg(synaptic_dsp)]
     {
-        Some(mac_taps_loop(x, w, offsets))
+        Some(mac_taps_loop(x, w, offsets, acc))
     }
     #[cfg(not(synaptic_dsp))]
     {
-        offsets.iter().try_fold([0i32; 4], |acc, &(o, p)| {
+        offsets.iter().try_fold(acc, |acc, &(o, p)| {
             let (o, p) = (o as usize, p as usize);
             Some(mac4(x.get(o..o + 4)?, w.get(p..p + 4)?, acc))
         })
@@ -173,8 +177,8 @@ pub(crate) fn mac_taps(
 /// (checked by the caller).
 #[cfg(synaptic_dsp)]
 #[inline(always)]
-fn mac_taps_loop(x: &[u8], w: &[u8], offsets: &[(u32, u32)]) -> [i32; 4] {
-    let [mut a0, mut a1, mut a2, mut a3] = [0i32; 4];
+fn mac_taps_loop(x: &[u8], w: &[u8], offsets: &[(u32, u32)], acc: [i32; 4]) -> [i32; 4] {
+    let [mut a0, mut a1, mut a2, mut a3] = acc;
     // SAFETY: reads `offsets.len()` pairs of `offsets` and, for each, a
     // word of `x` and of `w` at its offsets (unaligned loads, which
     // Cortex-M33 allows), all inside the slices: the caller checked the
@@ -217,9 +221,10 @@ fn mac_taps_loop(x: &[u8], w: &[u8], offsets: &[(u32, u32)]) -> [i32; 4] {
 
 /// `acc[i] + x[i] * w[i]` for four int8 lanes (four channels of a
 /// depthwise convolution): 4 products for 2 loads, 4 splits and 4
-/// multiply-accumulates.
+/// multiply-accumulates (the portable form of `mac_taps_loop`'s step).
+#[cfg(any(test, not(synaptic_dsp)))]
 #[inline(always)]
-pub(crate) fn mac4(x: &[u8], w: &[u8], acc: [i32; 4]) -> [i32; 4] {
+fn mac4(x: &[u8], w: &[u8], acc: [i32; 4]) -> [i32; 4] {
     let ((xe, xo), (we, wo)) = (split(x), split(w));
     [
         smlabb(xe, we, acc[0]),

@@ -188,7 +188,13 @@ impl Block {
     /// Output byte of block channel `j` from `Σ w * x` of a whole window.
     #[inline(always)]
     fn finish(&self, q: &Requantize<'_>, j: usize, dot: i32) -> u8 {
-        let acc = dot.wrapping_add(self.whole[j]);
+        self.finish_whole(q, j, dot.wrapping_add(self.whole[j]))
+    }
+
+    /// Output byte of block channel `j` from its whole accumulator (bias
+    /// included).
+    #[inline(always)]
+    fn finish_whole(&self, q: &Requantize<'_>, j: usize, acc: i32) -> u8 {
         if self.fast {
             q.clamp(self.requant[j].apply(acc))
         } else {
@@ -729,41 +735,42 @@ fn tap_offsets(g: &Geometry, offsets: &mut [(u32, u32); WINDOW_TAPS]) -> Result<
 }
 
 /// The outputs of channels `first..first + out.len()` of one depthwise
-/// window inside the image at depth multiplier 1 (`at` = batch and the
-/// window's top left input pixel), `Σ w * x` plus `block.whole`: four
-/// channels at a time over every tap (`dsp::mac_taps`, the accumulators
-/// in registers), the taps' places from `offsets` ([`tap_offsets`]).
-#[allow(clippy::too_many_arguments)]
+/// window at depth multiplier 1, `Σ w * x` plus `block.whole`: `x` and
+/// `w` start at the window's first tap and channel `first`, and tap `(o,
+/// p)` of `offsets` reads `x[o..]` and `w[p..]` (offsets increasing). Four
+/// channels at a time over every tap (`dsp::mac_taps`, the accumulators in
+/// registers), into lane 0 of `lanes`, then one requantisation pass
+/// ([`Block::finish_lane`]).
 #[inline(never)]
 fn depthwise_window(
-    g: &Geometry,
-    input: &[u8],
-    filter: &[u8],
+    (x, w, offsets): (&[u8], &[u8], &[(u32, u32)]),
     block: &Block,
     q: &Requantize<'_>,
-    (b, (iy, ix)): (usize, (usize, usize)),
-    (first, offsets): (usize, &[(u32, u32)]),
+    lanes: &mut [[i32; 2]; BLOCK],
     out: &mut [u8],
 ) -> Result<(), Error> {
     let n = out.len();
-    let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + first;
-    let x = input.get(base..).ok_or(SHAPE)?;
-    let w = filter.get(first..).ok_or(SHAPE)?;
+    let lanes = lanes.get_mut(..n).ok_or(SHAPE)?;
+    let whole = block.whole.get(..n).ok_or(SHAPE)?;
     let quads = n / 4 * 4;
-    for (c, o) in out[..quads].chunks_exact_mut(4).enumerate() {
-        let lanes = 4 * c..;
-        let acc = crate::dsp::mac_taps(x.get(lanes.clone()), w.get(lanes), offsets).ok_or(SHAPE)?;
-        for (i, (o, a)) in o.iter_mut().zip(acc).enumerate() {
-            *o = block.finish(q, 4 * c + i, a);
+    for (c, (l, init)) in lanes
+        .chunks_exact_mut(4)
+        .zip(whole.chunks_exact(4))
+        .enumerate()
+    {
+        let (at, init) = (4 * c.., [init[0], init[1], init[2], init[3]]);
+        let acc = crate::dsp::mac_taps(x.get(at.clone()), w.get(at), offsets, init).ok_or(SHAPE)?;
+        for (l, a) in l.iter_mut().zip(acc) {
+            l[0] = a;
         }
     }
-    for (j, o) in out.iter_mut().enumerate().skip(quads) {
-        let acc = offsets.iter().try_fold(0i32, |a, &(ox, ow)| {
+    for (j, l) in lanes.iter_mut().enumerate().skip(quads) {
+        l[0] = offsets.iter().try_fold(whole[j], |a, &(ox, ow)| {
             let (ox, ow) = (ox as usize + j, ow as usize + j);
             Ok::<i32, Error>(a.wrapping_add(byte(x, ox)? * byte(w, ow)?))
         })?;
-        *o = block.finish(q, j, acc);
     }
+    block.finish_lane(q, lanes, 0, out);
     Ok(())
 }
 
@@ -803,13 +810,24 @@ fn depthwise_blocks<const PACKED: bool>(
     rows: Range<usize>,
 ) -> Result<(), Error> {
     let dm = g.depth_multiplier;
-    let packed = PACKED && dm == 1 && g.filter_h * g.filter_w <= WINDOW_TAPS;
+    // The zero point fills the taps of a window outside the image: an int8
+    // one.
+    let zero_point = -i64::from(q.input_offset);
+    let packed = PACKED
+        && dm == 1
+        && g.filter_h * g.filter_w <= WINDOW_TAPS
+        && (-128..=127).contains(&zero_point);
     let mut offsets = [(0, 0); WINDOW_TAPS];
     let tap_count = if packed {
         tap_offsets(g, &mut offsets)?
     } else {
         0
     };
+    // A window reaching outside the image, copied tap by tap (`n` bytes
+    // each, the zero point outside), and where its taps are in the copy.
+    let mut copy = [0u8; WINDOW_TAPS * BLOCK];
+    let mut copy_offsets = [(0, 0); WINDOW_TAPS];
+    let mut lanes = [[0i32; 2]; BLOCK];
     let mut block = Block::new();
     let mut acc = [0i32; BLOCK];
     let mut first = 0;
@@ -823,6 +841,9 @@ fn depthwise_blocks<const PACKED: bool>(
         };
         block.load(first, n, bias, q)?;
         if packed {
+            for (t, (c, &(_, w))) in copy_offsets.iter_mut().zip(&offsets).enumerate() {
+                *c = ((t * n) as u32, w);
+            }
             // Σ w over the taps of each channel, for whole windows.
             for j in 0..n {
                 let taps = g.filter_h * g.filter_w;
@@ -840,11 +861,34 @@ fn depthwise_blocks<const PACKED: bool>(
                     let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
                     let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
                     let at = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
-                    if packed && ys.len() == g.filter_h && xs.len() == g.filter_w {
+                    if packed {
                         let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
-                        let origin = (origin_y as usize, origin_x as usize);
-                        let taps = (first, &offsets[..tap_count]);
-                        depthwise_window(g, input, filter, &block, q, (b, origin), taps, out)?;
+                        let w = filter.get(first..).ok_or(SHAPE)?;
+                        if ys.len() == g.filter_h && xs.len() == g.filter_w {
+                            let (iy, ix) = (origin_y as usize, origin_x as usize);
+                            let base = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + first;
+                            let x = input.get(base..).ok_or(SHAPE)?;
+                            let window = (x, w, &offsets[..tap_count]);
+                            depthwise_window(window, &block, q, &mut lanes, out)?;
+                        } else {
+                            let zero = zero_point as i8 as u8;
+                            let copy = copy.get_mut(..tap_count * n).ok_or(SHAPE)?;
+                            for (t, tap_copy) in copy.chunks_exact_mut(n).enumerate() {
+                                let (fy, fx) = (t / g.filter_w, t % g.filter_w);
+                                let iy = tap(origin_y, g.dilation_h, fy, g.in_h);
+                                match (iy, tap(origin_x, g.dilation_w, fx, g.in_w)) {
+                                    (Some(iy), Some(ix)) => {
+                                        let base =
+                                            ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + first;
+                                        let pixel = input.get(base..base + n).ok_or(SHAPE)?;
+                                        tap_copy.copy_from_slice(pixel);
+                                    }
+                                    _ => tap_copy.fill(zero),
+                                }
+                            }
+                            let taps = &copy_offsets[..tap_count];
+                            depthwise_window((copy, w, taps), &block, q, &mut lanes, out)?;
+                        }
                         continue;
                     }
                     let acc = &mut acc[..n];
@@ -882,8 +926,8 @@ fn depthwise_blocks<const PACKED: bool>(
                         }
                     }
                     let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
-                    for ((o, &a), &m) in out.iter_mut().zip(acc.iter()).zip(&block.multiplier) {
-                        *o = q.finish(a, m);
+                    for (j, (o, &a)) in out.iter_mut().zip(acc.iter()).enumerate() {
+                        *o = block.finish_whole(q, j, a);
                     }
                 }
             }
@@ -1425,21 +1469,37 @@ mod tests {
             let bias: Vec<u8> = (0..g.out_c)
                 .flat_map(|_| ((next(20_001) as i32) - 10_000).to_le_bytes())
                 .collect();
+            // Scales mostly below 1/2 (a right shift), in one case of
+            // eight up to 2^10 (no right shift, or a left one).
+            let large = case % 8 == 0;
             let channels: Vec<u8> = (0..g.out_c)
                 .flat_map(|_| {
-                    let (m, sh) = crate::quant::quantize_ratio(
-                        1 + next(1 << 20) as u64,
-                        -20 - next(12) as i32,
-                        3,
-                    );
+                    let exponent = if large {
+                        -30 + next(21) as i32
+                    } else {
+                        -20 - next(12) as i32
+                    };
+                    let (m, sh) =
+                        crate::quant::quantize_ratio(1 + next(1 << 20) as u64, exponent, 3);
                     [m.to_le_bytes(), sh.to_le_bytes()].concat()
                 })
                 .collect();
+            let output_offset = next(256) as i32 - 128;
+            // Every third case a narrower activation range (as ReLU and
+            // ReLU6 give).
+            let (act_min, act_max) = if case % 3 == 0 {
+                (
+                    output_offset,
+                    (output_offset + 1 + next(80) as i32).min(127),
+                )
+            } else {
+                (-128, 127)
+            };
             let q = Requantize {
                 input_offset: next(256) as i32 - 128,
-                output_offset: next(256) as i32 - 128,
-                act_min: -128,
-                act_max: 127,
+                output_offset,
+                act_min,
+                act_max,
                 channels: &channels,
             };
             let want = reference(&g, depthwise, &x, &f, &bias, &q);
