@@ -63,6 +63,75 @@ pub(crate) fn sxtb16_ror8(x: u32) -> u32 {
     }
 }
 
+/// `SXTAB16`: `acc`'s int16 halves plus bytes 0 and 2 of `x`,
+/// sign-extended (each half wraps on its own).
+#[inline(always)]
+pub(crate) fn sxtab16(acc: u32, x: u32) -> u32 {
+    #[cfg(synaptic_dsp)]
+    {
+        let r: u32;
+        // SAFETY: as in `sxtb16`.
+        unsafe {
+            core::arch::asm!(
+                ".cpu cortex-m33",
+                "sxtab16 {r}, {acc}, {x}",
+                r = lateout(reg) r,
+                acc = in(reg) acc,
+                x = in(reg) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        r
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        let x = sxtb16(x);
+        let lo = (acc as u16).wrapping_add(x as u16);
+        let hi = ((acc >> 16) as u16).wrapping_add((x >> 16) as u16);
+        u32::from(lo) | u32::from(hi) << 16
+    }
+}
+
+/// `SXTAB16 ..., ROR #8`: `acc`'s int16 halves plus bytes 1 and 3 of `x`.
+#[inline(always)]
+pub(crate) fn sxtab16_ror8(acc: u32, x: u32) -> u32 {
+    #[cfg(synaptic_dsp)]
+    {
+        let r: u32;
+        // SAFETY: as in `sxtb16`.
+        unsafe {
+            core::arch::asm!(
+                ".cpu cortex-m33",
+                "sxtab16 {r}, {acc}, {x}, ror #8",
+                r = lateout(reg) r,
+                acc = in(reg) acc,
+                x = in(reg) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        r
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        sxtab16(acc, x >> 8)
+    }
+}
+
+/// Four int8 channels summed over the pixels at `offsets` of `x` (each a
+/// word: channels 0 to 3), as int16 halves: channels 0 and 2 in the first
+/// word, 1 and 3 in the second. Exact while there are at most 256 offsets
+/// (`|Σ| <= 128 * 256`); `None` if an offset lies outside `x`.
+#[inline(always)]
+pub(crate) fn sum4(x: &[u8], offsets: impl Iterator<Item = usize>) -> Option<(u32, u32)> {
+    let (mut even, mut odd) = (0u32, 0u32);
+    for o in offsets {
+        let w = word(x.get(o..o + 4)?);
+        even = sxtab16(even, w);
+        odd = sxtab16_ror8(odd, w);
+    }
+    Some((even, odd))
+}
+
 /// A multiply-accumulate instruction of the DSP extension on int16
 /// halves, as a function: one instruction where the core has it, else the
 /// portable arithmetic given (all wrap: the instructions set the Q flag

@@ -1293,6 +1293,21 @@ pub(crate) fn pool(
     input: &[u8],
     output: &mut [u8],
 ) -> Result<(), Error> {
+    pool_with::<PACKED>(g, average, act_min, act_max, input, output)
+}
+
+/// [`pool`], with (`PACKED`) or without the DSP extension's averages.
+fn pool_with<const PACKED: bool>(
+    g: &Geometry,
+    average: bool,
+    act_min: i32,
+    act_max: i32,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<(), Error> {
+    if PACKED && average && g.filter_h * g.filter_w <= 256 {
+        return average_pool_packed(g, act_min, act_max, input, output);
+    }
     let mut out = 0;
     for b in 0..g.batches {
         for oy in 0..g.out_h {
@@ -1320,19 +1335,87 @@ pub(crate) fn pool(
                             }
                         }
                     }
-                    if average {
-                        if count == 0 {
-                            return Err(Error::Internal("average pool over an empty window"));
-                        }
-                        // Round to the closest integer, halves away from zero.
-                        acc = if acc > 0 {
-                            (acc + count / 2) / count
-                        } else {
-                            (acc - count / 2) / count
-                        };
+                    let y = output.get_mut(out).ok_or(SHAPE)?;
+                    if !average {
+                        *y = clamp(acc, act_min, act_max) as i8 as u8;
+                    } else if count == 0 {
+                        return Err(Error::Internal("average pool over an empty window"));
+                    } else {
+                        *y = self::average(acc, count, act_min, act_max);
                     }
-                    *output.get_mut(out).ok_or(SHAPE)? = clamp(acc, act_min, act_max) as i8 as u8;
                     out += 1;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The reference's average: `sum / count` rounded to the closest integer,
+/// halves away from zero, clamped.
+#[inline(always)]
+fn average(sum: i32, count: i32, act_min: i32, act_max: i32) -> u8 {
+    let rounded = if sum > 0 {
+        (sum + count / 2) / count
+    } else {
+        (sum - count / 2) / count
+    };
+    clamp(rounded, act_min, act_max) as i8 as u8
+}
+
+/// [`pool`]'s average on the DSP extension, for windows of at most 256
+/// taps: four channels at a time, summed as int16 halves (`SXTAB16`, two
+/// instructions a tap; exact, as `|Σ| <= 128 * 256`), the rest one by one.
+#[inline(never)]
+fn average_pool_packed(
+    g: &Geometry,
+    act_min: i32,
+    act_max: i32,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<(), Error> {
+    let mut out = output.chunks_exact_mut(g.out_c.max(1));
+    for b in 0..g.batches {
+        for oy in 0..g.out_h {
+            let origin_y = (oy * g.stride_h) as isize - g.pad_h as isize;
+            let ys = taps(origin_y, 1, g.filter_h, g.in_h);
+            for ox in 0..g.out_w {
+                let origin_x = (ox * g.stride_w) as isize - g.pad_w as isize;
+                let xs = taps(origin_x, 1, g.filter_w, g.in_w);
+                let count = (ys.len() * xs.len()) as i32;
+                if count == 0 {
+                    return Err(Error::Internal("average pool over an empty window"));
+                }
+                let out = out.next().ok_or(SHAPE)?;
+                // The window's pixels, as byte offsets of their channel 0.
+                let pixels = || {
+                    let xs = xs.clone();
+                    ys.clone().flat_map(move |fy| {
+                        let iy = (origin_y + fy as isize) as usize;
+                        xs.clone().map(move |fx| {
+                            let ix = (origin_x + fx as isize) as usize;
+                            ((b * g.in_h + iy) * g.in_w + ix) * g.in_c
+                        })
+                    })
+                };
+                let quads = g.out_c / 4 * 4;
+                for (c, o) in out[..quads].chunks_exact_mut(4).enumerate() {
+                    let x = input.get(4 * c..).ok_or(SHAPE)?;
+                    let (even, odd) = crate::dsp::sum4(x, pixels()).ok_or(SHAPE)?;
+                    let sums = [
+                        even as i16,
+                        odd as i16,
+                        (even >> 16) as i16,
+                        (odd >> 16) as i16,
+                    ];
+                    for (o, s) in o.iter_mut().zip(sums) {
+                        *o = average(i32::from(s), count, act_min, act_max);
+                    }
+                }
+                for (c, o) in out.iter_mut().enumerate().skip(quads) {
+                    let sum =
+                        pixels().try_fold(0i32, |s, p| Ok::<_, Error>(s + byte(input, p + c)?))?;
+                    *o = average(sum, count, act_min, act_max);
                 }
             }
         }
@@ -1411,6 +1494,59 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Average pooling, with and without the DSP extension's sums, against
+    /// the reference loop on random geometries, windows up to 256 taps.
+    #[test]
+    fn packed_average_pool_equals_the_reference_loop() {
+        let mut s = 0x4f1b_bcddu32;
+        let mut next = move |n: u32| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % n) as usize
+        };
+        for case in 0..3000 {
+            let big = case % 10 == 0;
+            let mut g = Geometry {
+                batches: 1 + next(2),
+                in_h: 1 + next(if big { 20 } else { 7 }),
+                in_w: 1 + next(if big { 20 } else { 7 }),
+                in_c: 1 + next(70),
+                filter_h: 1 + next(if big { 16 } else { 4 }),
+                filter_w: 1 + next(if big { 16 } else { 4 }),
+                stride_h: 1 + next(3),
+                stride_w: 1 + next(3),
+                pad_h: next(2),
+                pad_w: next(2),
+                depth_multiplier: 1,
+                ..Geometry::default()
+            };
+            g.out_c = g.in_c;
+            g.out_h = 1 + (g.in_h + 2 * g.pad_h).saturating_sub(g.filter_h) / g.stride_h;
+            g.out_w = 1 + (g.in_w + 2 * g.pad_w).saturating_sub(g.filter_w) / g.stride_w;
+            // Windows wholly in the padding have no taps: not a geometry
+            // the parser lets through.
+            if g.pad_h >= g.filter_h || g.pad_w >= g.filter_w {
+                continue;
+            }
+            // Extreme inputs now and then: sums at the int16 halves' limits.
+            let fill = next(3);
+            let x: Vec<u8> = (0..g.batches * g.in_h * g.in_w * g.in_c)
+                .map(|_| [next(256) as u8, 0x80, 0x7f][if case % 5 == 0 { fill } else { 0 }])
+                .collect();
+            let (act_min, act_max) = if case % 3 == 0 {
+                (-20, 90)
+            } else {
+                (-128, 127)
+            };
+            let mut want = std::vec![0u8; g.batches * g.out_h * g.out_w * g.out_c];
+            let mut got = want.clone();
+            pool_with::<false>(&g, true, act_min, act_max, &x, &mut want).unwrap();
+            pool_with::<true>(&g, true, act_min, act_max, &x, &mut got).unwrap();
+            assert_eq!(got, want, "case {case}: {g:?}");
+        }
     }
 
     /// Random geometries (padding, strides, dilations, odd channel counts,
