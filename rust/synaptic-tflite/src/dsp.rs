@@ -441,26 +441,82 @@ pub(crate) fn dot2x2(x0: &[u8], x1: &[u8], w0: &[u8], w1: &[u8], acc: [i32; 4]) 
     [a00, a01, a10, a11]
 }
 
-/// An int8 row (a multiple of 4 long) plus `offset` (an input offset:
-/// every sum fits an int16), as the split words [`dot_split1x2`] reads:
-/// for each word, bytes 0 and 2, then bytes 1 and 3, as int16 pairs.
-pub(crate) fn split_offset(x: &[u8], offset: i32, out: &mut [u32]) {
-    let pair = |a: u8, b: u8| {
-        let half = |v: u8| u32::from((i32::from(v as i8) + offset) as u16);
-        half(a) | half(b) << 16
-    };
-    for (out, x) in out.chunks_exact_mut(2).zip(x.chunks_exact(4)) {
-        out[0] = pair(x[0], x[2]);
-        out[1] = pair(x[1], x[3]);
+/// `SADD16`: the int16 halves of `a` and `b` added (each wraps on its
+/// own).
+#[inline(always)]
+fn sadd16(a: u32, b: u32) -> u32 {
+    #[cfg(synaptic_dsp)]
+    {
+        let r: u32;
+        // SAFETY: as in `sxtb16`; SADD16 also sets the GE flags, which no
+        // Rust code reads (`preserves_flags` covers N, Z, C, V).
+        unsafe {
+            core::arch::asm!(
+                ".cpu cortex-m33",
+                "sadd16 {r}, {a}, {b}",
+                r = lateout(reg) r,
+                a = in(reg) a,
+                b = in(reg) b,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        r
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        let lo = (a as u16).wrapping_add(b as u16);
+        let hi = ((a >> 16) as u16).wrapping_add((b >> 16) as u16);
+        u32::from(lo) | u32::from(hi) << 16
     }
 }
 
-/// `Σ x * w` of one row, given as its [`split_offset`] words, with two
-/// int8 filter rows, as `[x w0, x w1]`: 8 products cost the two split
-/// words, two filter loads and splits and 4 `SMLAD`s. On the DSP
-/// extension the loop is written out (`dot_split1x2_loop`).
+/// An int8 row (a multiple of 4 long) plus `offset` (an input offset:
+/// every sum fits an int16), as the split words [`dot_split_rows`] reads:
+/// for each word, bytes 0 and 2, then bytes 1 and 3, as int16 pairs
+/// (`SXTB16` and `SADD16`: 6 instructions a word).
+pub(crate) fn split_offset(x: &[u8], offset: i32, out: &mut [u32]) {
+    let offsets = u32::from(offset as u16) * 0x0001_0001;
+    for (out, x) in out.chunks_exact_mut(2).zip(x.chunks_exact(4)) {
+        let w = word(x);
+        out[0] = sadd16(sxtb16(w), offsets);
+        out[1] = sadd16(sxtb16_ror8(w), offsets);
+    }
+}
+
+/// `acc[j] += Σ x * w_j` for the filter rows `w_j` (int8, `stride` bytes
+/// apart from the first, at `filter[j * stride..]`) of one row `x`, given
+/// as its [`split_offset`] words: two rows at a time, each pair's 8
+/// products a step costing the two split words, two filter loads and
+/// splits and 4 `SMLAD`s. On the DSP extension the loop over a pair is
+/// written out (`dot_split1x2_loop`). `None` if a row lies outside
+/// `filter`.
 #[inline(never)]
-pub(crate) fn dot_split1x2(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
+pub(crate) fn dot_split_rows(
+    xs: &[u32],
+    filter: &[u8],
+    stride: usize,
+    acc: &mut [i32],
+) -> Option<()> {
+    let len = 2 * xs.len();
+    let row = |j: usize| filter.get(j * stride..j * stride + len);
+    let last = acc.len() / 2 * 2;
+    let mut pairs = acc.chunks_exact_mut(2);
+    for (p, a) in (&mut pairs).enumerate() {
+        let [d0, d1] = dot_split1x2(xs, row(2 * p)?, row(2 * p + 1)?);
+        a[0] = a[0].wrapping_add(d0);
+        a[1] = a[1].wrapping_add(d1);
+    }
+    if let Some(a) = pairs.into_remainder().first_mut() {
+        let w = row(last)?;
+        *a = a.wrapping_add(dot_split1x2(xs, w, w)[0]);
+    }
+    Some(())
+}
+
+/// `Σ x * w` of one row, given as its [`split_offset`] words, with two
+/// int8 filter rows, as `[x w0, x w1]`.
+#[inline(always)]
+fn dot_split1x2(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
     #[cfg(synaptic_dsp)]
     {
         dot_split1x2_loop(xs, w0, w1)
@@ -478,37 +534,52 @@ pub(crate) fn dot_split1x2(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
     }
 }
 
+/// One group of four bytes in [`dot_split1x2_loop`].
+#[cfg(synaptic_dsp)]
+macro_rules! dot_split1x2_group {
+    () => {
+        "ldrd {x0}, {x1}, [{xp}], #8
+        ldr {w}, [{w0p}], #4
+        sxtb16 {we}, {w}
+        sxtb16 {w}, {w}, ror #8
+        smlad {a0}, {x0}, {we}, {a0}
+        smlad {a0}, {x1}, {w}, {a0}
+        ldr {w}, [{w1p}], #4
+        sxtb16 {we}, {w}
+        sxtb16 {w}, {w}, ror #8
+        smlad {a1}, {x0}, {we}, {a1}
+        smlad {a1}, {x1}, {w}, {a1}"
+    };
+}
+
 /// [`dot_split1x2`]'s loop in assembly, over the whole groups of four
-/// bytes all three rows have: 13 instructions for 8 products.
+/// bytes all three rows have: an odd group first, then two a turn (12
+/// instructions for 8 products).
 #[cfg(synaptic_dsp)]
 #[inline(always)]
 fn dot_split1x2_loop(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
     let groups = (xs.len() / 2).min(w0.len() / 4).min(w1.len() / 4);
     let (mut a0, mut a1) = (0i32, 0i32);
-    if groups == 0 {
-        return [0, 0];
-    }
     // SAFETY: reads `groups` words of `w0` and of `w1` (unaligned loads,
     // which Cortex-M33 allows) and `2 * groups` words of `xs` (aligned;
     // LDRD needs only word alignment), within all three by `groups`'
-    // bound; writes only register operands and the flags.
+    // bound (none when it is 0); writes only register operands and the
+    // flags.
     unsafe {
         core::arch::asm!(
             ".cpu cortex-m33",
+            "lsrs {n}, {n}, #1",
+            "bcc 3f",
+            dot_split1x2_group!(),
+            "3:",
+            "cmp {n}, #0",
+            "beq 4f",
             "2:",
-            "ldrd {x0}, {x1}, [{xp}], #8",
-            "ldr {w}, [{w0p}], #4",
-            "sxtb16 {we}, {w}",
-            "sxtb16 {w}, {w}, ror #8",
-            "smlad {a0}, {x0}, {we}, {a0}",
-            "smlad {a0}, {x1}, {w}, {a0}",
-            "ldr {w}, [{w1p}], #4",
-            "sxtb16 {we}, {w}",
-            "sxtb16 {w}, {w}, ror #8",
-            "smlad {a1}, {x0}, {we}, {a1}",
-            "smlad {a1}, {x1}, {w}, {a1}",
+            dot_split1x2_group!(),
+            dot_split1x2_group!(),
             "subs {n}, {n}, #1",
             "bne 2b",
+            "4:",
             a0 = inout(reg) a0,
             a1 = inout(reg) a1,
             xp = inout(reg) xs.as_ptr() => _,
@@ -633,6 +704,7 @@ mod tests {
     /// (all four remainders) and random bytes.
     #[test]
     fn dots_are_the_plain_sums() {
+        extern crate std;
         let mut state = 0x9e37_79b9u32;
         let mut next = || {
             state ^= state << 13;
@@ -671,6 +743,14 @@ mod tests {
                 };
                 let got = dot_split1x2(&split[..words / 2], w0, w1);
                 assert_eq!(got, [with_offset(w0), with_offset(w1)], "len {len}");
+                // Three rows 40 bytes apart (an odd count: the last alone).
+                let mut acc = [1, 2, 3];
+                let filter: std::vec::Vec<u8> = rows.concat();
+                dot_split_rows(&split[..words / 2], &filter, 40, &mut acc).unwrap();
+                let want: std::vec::Vec<i32> = (0..3)
+                    .map(|j| 1 + j as i32 + with_offset(&filter[40 * j..40 * j + words]))
+                    .collect();
+                assert_eq!(acc[..], want[..], "len {len}");
             }
         }
     }

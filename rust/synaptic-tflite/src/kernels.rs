@@ -944,7 +944,7 @@ fn depthwise_blocks<const PACKED: bool>(
 /// filter_offset * Σ (x + input_offset)`, equal modulo 2^32: the input
 /// row plus its offset is split into int16 pairs once per pass
 /// (`dsp::split_offset`), and every unit's weights run over it two units
-/// at a time (`dsp::dot_split1x2`).
+/// at a time (`dsp::dot_split_rows`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fully_connected(
     batches: usize,
@@ -972,31 +972,35 @@ pub(crate) fn fully_connected(
                 let w = i32::from(w as i8) + filter_offset;
                 acc = acc.wrapping_add(w.wrapping_mul(x));
             }
+            let acc = acc.wrapping_add(bias_of(bias, u)?);
             *output.get_mut(b * units + u).ok_or(SHAPE)? =
-                fully_connected_output(acc, bias, u, per_channel, q)?;
+                fully_connected_output(acc, u, per_channel, q)?;
         }
     }
     Ok(())
 }
 
+/// Bias `u`, or 0 without one.
+#[inline(always)]
+fn bias_of(bias: Option<&[u8]>, u: usize) -> Result<i32, Error> {
+    bias.map_or(Ok(0), |bias| word(bias, u))
+}
+
 /// Unit `u`'s output byte from its accumulated `Σ (w + filter_offset) * (x
-/// + input_offset)`: bias, then LiteRT's fully-connected requantisation,
+/// + input_offset)` plus bias: LiteRT's fully-connected requantisation,
 /// which rounds once (see `quant`).
 #[inline(always)]
 fn fully_connected_output(
     acc: i32,
-    bias: Option<&[u8]>,
     u: usize,
     per_channel: bool,
     q: &Requantize<'_>,
 ) -> Result<u8, Error> {
-    let acc = match bias {
-        Some(bias) => acc.wrapping_add(word(bias, u)?),
-        None => acc,
-    };
     let (m, shift) = channel(q.channels, if per_channel { u } else { 0 })?;
-    let scaled = multiply_by_quantized_multiplier_once(acc, m, shift);
-    Ok(clamp(scaled.wrapping_add(q.output_offset), q.act_min, q.act_max) as i8 as u8)
+    Ok(match Requant::once(m, shift, q.output_offset) {
+        Some(r) => q.clamp(r.apply(acc)),
+        None => q.store(multiply_by_quantized_multiplier_once(acc, m, shift)),
+    })
 }
 
 /// [`fully_connected`] on the DSP extension; `layer` is `(batches, depth,
@@ -1020,29 +1024,22 @@ pub(crate) fn fully_connected_packed(
         let row_sum = row.iter().fold(0i32, |s, &x| {
             s.wrapping_add(i32::from(x as i8) + q.input_offset)
         });
+        let offset_term = filter_offset.wrapping_mul(row_sum);
         let mut first = 0;
         while first < units {
             let n = BLOCK.min(units - first);
             let acc = &mut acc[..n];
-            acc.fill(0);
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a = bias_of(bias, first + j)?.wrapping_add(offset_term);
+            }
+            let rows = filter.get(first * depth..).ok_or(SHAPE)?;
             let mut start = 0;
             while start < words {
                 let end = (start + PASS).min(words);
                 let split = &mut split[..(end - start) / 2];
                 crate::dsp::split_offset(&row[start..end], q.input_offset, split);
-                let mut j = 0;
-                while j < n {
-                    // An odd last unit is computed twice.
-                    let j1 = (j + 1).min(n - 1);
-                    let weights = |j: usize| {
-                        let at = (first + j) * depth;
-                        filter.get(at + start..at + end).ok_or(SHAPE)
-                    };
-                    let [a0, a1] = crate::dsp::dot_split1x2(split, weights(j)?, weights(j1)?);
-                    acc[j] = acc[j].wrapping_add(a0);
-                    acc[j1] = acc[j1].wrapping_add(if j1 > j { a1 } else { 0 });
-                    j += 2;
-                }
+                let rows = rows.get(start..).ok_or(SHAPE)?;
+                crate::dsp::dot_split_rows(split, rows, depth, acc).ok_or(SHAPE)?;
                 start = end;
             }
             for (j, a) in acc.iter_mut().enumerate() {
@@ -1051,9 +1048,8 @@ pub(crate) fn fully_connected_packed(
                     let x = byte(row, t)? + q.input_offset;
                     *a = a.wrapping_add(byte(filter, u * depth + t)?.wrapping_mul(x));
                 }
-                let sum = a.wrapping_add(filter_offset.wrapping_mul(row_sum));
                 *output.get_mut(b * units + u).ok_or(SHAPE)? =
-                    fully_connected_output(sum, bias, u, per_channel, q)?;
+                    fully_connected_output(*a, u, per_channel, q)?;
             }
             first += n;
         }

@@ -298,35 +298,73 @@ impl Multiplier {
 /// 2^(30+right) + offset 2^(31+right)` and `shift = right - 1` (adding
 /// `offset 2^(31+right)` before the shift by `31 + right` adds `offset`
 /// after it, exactly). The layout is the one `dsp::requantize` reads.
+///
+/// `TIES = false` is the single rounding of the fully-connected layers
+/// ([`multiply_by_quantized_multiplier_once`]): `(x m + 2^(30+right)) >>
+/// (31 + right)`, the same sum without the `2^30` and the ties' term.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C)]
-pub(crate) struct Requant {
+pub(crate) struct Requant<const TIES: bool = true> {
     round: i64,
     multiplier: i32,
     shift: u32,
 }
 
-impl Requant {
-    /// `m` followed by adding `offset` (an int8 zero point), if `m`
-    /// shifts right by 1 to 23 bits and is not negative (then every sum
-    /// fits an `i64`: `|x m| < 2^62`, `|offset 2^(31+right)| <= 2^61`).
+/// `round` of a [`Requant`], if `right` and `offset` keep every sum inside
+/// an `i64`: right 1 to 23, offset an int8 zero point (`|x m| < 2^62`,
+/// `|offset 2^(31+right)| <= 2^61`). That is `low + 2^(30+right) + offset
+/// 2^(31+right)`, built as its two words (`low`: 2^30 or 0, the first
+/// rounding's term) without a 64-bit shift.
+#[inline(always)]
+fn requant_round(low: u32, right: i32, offset: i32) -> Option<i64> {
+    if !(1..=23).contains(&right) || !(-128..=127).contains(&offset) {
+        return None;
+    }
+    // 2^(30+right) is bit 31 of the low word (right 1) or 2^(right-2) in
+    // the high one.
+    let high = (offset << (right - 1)) + ((1 << (right - 1)) >> 1);
+    let low = low | if right == 1 { 1 << 31 } else { 0 };
+    Some(i64::from(high) << 32 | i64::from(low))
+}
+
+impl Requant<true> {
+    /// `m` followed by adding `offset`, if `m` is not negative and the
+    /// sums fit (see `requant_round`).
     pub(crate) fn new(m: Multiplier, offset: i32) -> Option<Self> {
-        let right = u32::from(m.right);
-        if m.multiplier < 0 || !(1..=23).contains(&right) || !(-128..=127).contains(&offset) {
+        let right = i32::from(m.right);
+        if m.multiplier < 0 || right == 0 {
             return None;
         }
         Some(Requant {
-            round: (1 << 30) + (1i64 << (30 + right)) + (i64::from(offset) << (31 + right)),
+            round: requant_round(1 << 30, right, offset)?,
             multiplier: m.multiplier,
-            shift: right - 1,
+            shift: right as u32 - 1,
         })
     }
+}
 
-    /// [`Multiplier::apply`]`(x) + offset`.
+impl Requant<false> {
+    /// [`multiply_by_quantized_multiplier_once`]`(x, multiplier, shift) +
+    /// offset`, if `shift` is -1 to -23.
+    #[inline(always)]
+    pub(crate) fn once(multiplier: i32, shift: i32, offset: i32) -> Option<Self> {
+        let right = shift.wrapping_neg();
+        Some(Requant {
+            round: requant_round(0, right, offset)?,
+            multiplier,
+            shift: right as u32 - 1,
+        })
+    }
+}
+
+impl<const TIES: bool> Requant<TIES> {
+    /// The requantised `x`, offset added.
     #[inline(always)]
     pub(crate) fn apply(self, x: i32) -> i32 {
-        let sum = i64::from(x) * i64::from(self.multiplier) + self.round
-            - (i64::from(x >> 31) & (1 << 31));
+        let mut sum = i64::from(x) * i64::from(self.multiplier) + self.round;
+        if TIES {
+            sum -= i64::from(x >> 31) & (1 << 31);
+        }
         ((sum >> 32) as i32) >> self.shift
     }
 }
@@ -751,6 +789,10 @@ mod tests {
             let offset = (next() as i32) >> 24;
             if let Some(r) = Requant::new(m, offset) {
                 assert_eq!(r.apply(a), reference + offset, "{a} {b} {shift} {offset}");
+            }
+            if let Some(r) = Requant::once(b, shift, offset) {
+                let once = multiply_by_quantized_multiplier_once(a, b, shift);
+                assert_eq!(r.apply(a), once + offset, "{a} {b} {shift} {offset}");
             }
         }
     }
