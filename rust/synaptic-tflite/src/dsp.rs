@@ -303,41 +303,117 @@ fn mac4(x: &[u8], w: &[u8], acc: [i32; 4]) -> [i32; 4] {
     ]
 }
 
-/// Two int8 rows of one length (a multiple of 4) as the split words
-/// [`dot2x1`] reads: for each word of `x0` and of `x1`, its even and its
-/// odd bytes as int16 pairs, interleaved `x0 even, x0 odd, x1 even, x1
-/// odd` (`out` holds as many words as each row has bytes).
+/// `L` int8 rows of one length (a multiple of 4) as the split words
+/// [`dot_windows`] reads: for each word of each row, its even and its odd
+/// bytes as int16 pairs, the rows' in turn (`out` holds `L / 2` words
+/// for each byte of a row).
 #[inline(never)]
-pub(crate) fn interleave(x0: &[u8], x1: &[u8], out: &mut [u32]) {
-    let rows = x0.chunks_exact(4).zip(x1.chunks_exact(4));
-    for (out, (x0, x1)) in out.chunks_exact_mut(4).zip(rows) {
-        let ((x0e, x0o), (x1e, x1o)) = (split(x0), split(x1));
-        out.copy_from_slice(&[x0e, x0o, x1e, x1o]);
+pub(crate) fn interleave<const L: usize>(xs: [&[u8]; L], out: &mut [u32]) {
+    for (g, out) in out.chunks_exact_mut(2 * L).enumerate() {
+        for (x, out) in xs.iter().zip(out.chunks_exact_mut(2)) {
+            let (even, odd) = x.get(4 * g..4 * g + 4).map_or((0, 0), split);
+            out[0] = even;
+            out[1] = odd;
+        }
     }
 }
 
-/// `Σ x * w` of two int8 rows, given as their [`interleave`]d split
+/// `Σ x * w` of `L` int8 rows, given as their [`interleave`]d split
 /// words, with one int8 filter row, added to `acc`: each filter word is
-/// split once for both rows, so 8 products cost a filter load and split,
-/// the four split words and 4 `SMLAD`s.
+/// split once for all rows, so `4 L` products cost a filter load and
+/// split, the rows' split words and `2 L` `SMLAD`s.
 ///
-/// On the DSP extension the loop is written out (`dot2x1_loop`).
+/// On the DSP extension the loops for 2 and 4 rows are written out
+/// (`dot2x1_loop`, `dot4x1_loop`).
 #[inline(always)]
-pub(crate) fn dot2x1(xs: &[u32], w: &[u8], acc: [i32; 2]) -> [i32; 2] {
+pub(crate) fn dot_windows<const L: usize>(xs: &[u32], w: &[u8], acc: [i32; L]) -> [i32; L] {
     #[cfg(synaptic_dsp)]
     {
-        dot2x1_loop(xs, w, acc)
-    }
-    #[cfg(not(synaptic_dsp))]
-    {
-        let [mut a0, mut a1] = acc;
-        for (x, w) in xs.chunks_exact(4).zip(w.chunks_exact(4)) {
-            let (we, wo) = split(w);
-            a0 = smlad(x[1], wo, smlad(x[0], we, a0));
-            a1 = smlad(x[3], wo, smlad(x[2], we, a1));
+        if let Ok(&acc2) = <&[i32; 2]>::try_from(&acc[..]) {
+            let r = dot2x1_loop(xs, w, acc2);
+            return core::array::from_fn(|i| r[i]);
         }
-        [a0, a1]
+        if let Ok(&acc4) = <&[i32; 4]>::try_from(&acc[..]) {
+            let r = dot4x1_loop(xs, w, acc4);
+            return core::array::from_fn(|i| r[i]);
+        }
     }
+    let mut acc = acc;
+    for (x, w) in xs.chunks_exact(2 * L).zip(w.chunks_exact(4)) {
+        let (we, wo) = split(w);
+        for (a, x) in acc.iter_mut().zip(x.chunks_exact(2)) {
+            *a = smlad(x[1], wo, smlad(x[0], we, *a));
+        }
+    }
+    acc
+}
+
+/// One group of four filter bytes in [`dot4x1_loop`]: the filter word
+/// split, the four rows' split words (LDRD each), 8 `SMLAD`s.
+#[cfg(synaptic_dsp)]
+macro_rules! dot4x1_group {
+    () => {
+        "ldr {w}, [{wp}], #4
+        ldrd {x0}, {x1}, [{xp}], #8
+        sxtb16 {we}, {w}
+        sxtb16 {w}, {w}, ror #8
+        smlad {a0}, {x0}, {we}, {a0}
+        smlad {a0}, {x1}, {w}, {a0}
+        ldrd {x0}, {x1}, [{xp}], #8
+        smlad {a1}, {x0}, {we}, {a1}
+        smlad {a1}, {x1}, {w}, {a1}
+        ldrd {x0}, {x1}, [{xp}], #8
+        smlad {a2}, {x0}, {we}, {a2}
+        smlad {a2}, {x1}, {w}, {a2}
+        ldrd {x0}, {x1}, [{xp}], #8
+        smlad {a3}, {x0}, {we}, {a3}
+        smlad {a3}, {x1}, {w}, {a3}"
+    };
+}
+
+/// [`dot_windows`]' loop for four rows in assembly, over the whole groups
+/// of four bytes both `xs` and `w` have: an odd group first, then two a
+/// turn (16 instructions for 16 products).
+#[cfg(synaptic_dsp)]
+#[inline(always)]
+fn dot4x1_loop(xs: &[u32], w: &[u8], acc: [i32; 4]) -> [i32; 4] {
+    let groups = (xs.len() / 8).min(w.len() / 4);
+    let [mut a0, mut a1, mut a2, mut a3] = acc;
+    // SAFETY: the loop reads `groups` words of `w` (unaligned loads, which
+    // Cortex-M33 allows) and `8 * groups` words of `xs` (aligned; LDRD
+    // needs only word alignment), within both slices by `groups`' bound
+    // (none when it is 0); it writes only its register operands and the
+    // flags.
+    unsafe {
+        core::arch::asm!(
+            ".cpu cortex-m33",
+            "lsrs {n}, {n}, #1",
+            "bcc 3f",
+            dot4x1_group!(),
+            "3:",
+            "cmp {n}, #0",
+            "beq 4f",
+            "2:",
+            dot4x1_group!(),
+            dot4x1_group!(),
+            "subs {n}, {n}, #1",
+            "bne 2b",
+            "4:",
+            a0 = inout(reg) a0,
+            a1 = inout(reg) a1,
+            a2 = inout(reg) a2,
+            a3 = inout(reg) a3,
+            xp = inout(reg) xs.as_ptr() => _,
+            wp = inout(reg) w.as_ptr() => _,
+            n = inout(reg) groups => _,
+            w = out(reg) _,
+            we = out(reg) _,
+            x0 = out(reg) _,
+            x1 = out(reg) _,
+            options(nostack, readonly)
+        );
+    }
+    [a0, a1, a2, a3]
 }
 
 /// One group of four filter bytes in [`dot2x1_loop`]: the filter word
@@ -599,33 +675,44 @@ fn dot_split1x2_loop(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
 /// One lane of `acc` requantised into `out` by `requant` (one per
 /// channel) and clamped to int8 (`SSAT`): `out[j] =
 /// requant[j].apply(acc[j][lane]) as i8`, over as many channels as all
-/// three have. On the DSP extension the loop is written out
+/// three have (`lane` below `L`). On the DSP extension the loop is written out
 /// (`requantize_lane_loop`).
 #[inline(never)]
-pub(crate) fn requantize_lane(acc: &[[i32; 2]], lane: usize, requant: &[Requant], out: &mut [u8]) {
+pub(crate) fn requantize_lane<const L: usize>(
+    acc: &[[i32; L]],
+    lane: usize,
+    requant: &[Requant],
+    out: &mut [u8],
+) {
     let n = acc.len().min(requant.len()).min(out.len());
+    let lane = lane.min(L - 1);
     #[cfg(synaptic_dsp)]
     {
-        requantize_lane_loop(&acc[..n], lane & 1, &requant[..n], &mut out[..n]);
+        requantize_lane_loop(&acc[..n], lane, &requant[..n], &mut out[..n]);
     }
     #[cfg(not(synaptic_dsp))]
     {
         for ((o, a), r) in out[..n].iter_mut().zip(acc).zip(requant) {
-            *o = r.apply(a[lane & 1]).clamp(-128, 127) as i8 as u8;
+            *o = r.apply(a[lane]).clamp(-128, 127) as i8 as u8;
         }
     }
 }
 
 /// [`requantize_lane`]'s loop in assembly: 12 instructions an output
-/// (LLVM's had 23). The slices have one length; `lane` is 0 or 1.
+/// (LLVM's had 23). The slices have one length; `lane` is below `L`.
 #[cfg(synaptic_dsp)]
 #[inline(always)]
-fn requantize_lane_loop(acc: &[[i32; 2]], lane: usize, requant: &[Requant], out: &mut [u8]) {
+fn requantize_lane_loop<const L: usize>(
+    acc: &[[i32; L]],
+    lane: usize,
+    requant: &[Requant],
+    out: &mut [u8],
+) {
     if out.is_empty() {
         return;
     }
     // SAFETY: reads `out.len()` accumulators of lane `lane` (word-aligned
-    // `i32`s 8 bytes apart, inside `acc`) and as many `Requant`s (16-byte
+    // `i32`s `4 L` bytes apart, inside `acc`) and as many `Requant`s (16-byte
     // `repr(C)` records: `round` as low and high words, then `multiplier`
     // and `shift`; LDRD needs word alignment, which they have), and writes
     // `out.len()` bytes of `out`; all three have that length (the caller
@@ -634,7 +721,7 @@ fn requantize_lane_loop(acc: &[[i32; 2]], lane: usize, requant: &[Requant], out:
         core::arch::asm!(
             ".cpu cortex-m33",
             "2:",
-            "ldr {a}, [{ap}], #8",
+            "ldr {a}, [{ap}], #{stride}",
             "ldrd {lo}, {hi}, [{rp}], #8",
             // round - [a < 0] 2^31, the ties' correction.
             "and {sh}, {a}, #0x80000000",
@@ -656,6 +743,7 @@ fn requantize_lane_loop(acc: &[[i32; 2]], lane: usize, requant: &[Requant], out:
             hi = out(reg) _,
             m = out(reg) _,
             sh = out(reg) _,
+            stride = const 4 * L,
             options(nostack)
         );
     }
@@ -730,10 +818,15 @@ mod tests {
             assert_eq!(got, want, "len {len}");
             let words = len / 4 * 4;
             let (x0, x1, w0, w1) = (&x0[..words], &x1[..words], &w0[..words], &w1[..words]);
-            let mut split = [0u32; 40];
-            interleave(x0, x1, &mut split[..words]);
-            let got = dot2x1(&split[..words], w0, [5, 6]);
+            let mut split = [0u32; 80];
+            interleave([x0, x1], &mut split[..words]);
+            let got = dot_windows(&split[..words], w0, [5, 6]);
             assert_eq!(got, [5 + plain(x0, w0), 6 + plain(x1, w0)], "len {len}");
+            interleave([x0, x1, w1, x0], &mut split[..2 * words]);
+            let got = dot_windows(&split[..2 * words], w0, [1, 2, 3, 4]);
+            let want: [i32; 4] =
+                core::array::from_fn(|i| 1 + i as i32 + plain([x0, x1, w1, x0][i], w0));
+            assert_eq!(got, want, "len {len}");
             for offset in [-127, 0, 128] {
                 split_offset(x0, offset, &mut split[..words / 2]);
                 let with_offset = |w: &[u8]| {

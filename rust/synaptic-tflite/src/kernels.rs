@@ -204,8 +204,14 @@ impl Block {
 
     /// The output bytes `out` of one lane of `acc` (per block channel,
     /// `Σ w * x` of a whole window plus [`whole`](Self::whole)).
-    fn finish_lane(&self, q: &Requantize<'_>, acc: &[[i32; 2]], lane: usize, out: &mut [u8]) {
-        let lane = lane & 1;
+    fn finish_lane<const L: usize>(
+        &self,
+        q: &Requantize<'_>,
+        acc: &[[i32; L]],
+        lane: usize,
+        out: &mut [u8],
+    ) {
+        let lane = lane.min(L - 1);
         if !self.fast {
             for ((o, a), &m) in out.iter_mut().zip(acc).zip(&self.multiplier) {
                 *o = q.store(m.apply(a[lane]));
@@ -353,8 +359,8 @@ pub(crate) fn conv_with<const PACKED: bool>(
 /// filter over 64 channels fits, 576 bytes).
 const WINDOW: usize = 1024;
 
-/// Window bytes whose split words [`conv_windows`] holds at a time (the
-/// split words of two windows: 512 bytes on the stack).
+/// Split words [`conv_windows`] holds at a time (512 bytes on the stack):
+/// a pass over `2 * PASS / L` bytes of `L` windows.
 const PASS: usize = 128;
 
 /// [`conv`] on the DSP extension for filters of at most [`WINDOW`] bytes:
@@ -363,10 +369,32 @@ const PASS: usize = 128;
 /// inside the image, else copied out, taps outside the image filled with
 /// the input's zero point, whose term `x + input_offset` is 0 as the
 /// reference's skipped taps are), so every output is one dot product over
-/// the whole filter, two windows at a time: their words split into int16
-/// pairs once (`dsp::interleave`), each filter word split once for both
-/// (`dsp::dot2x1`).
+/// the whole filter, several windows at a time: their words split into
+/// int16 pairs once (`dsp::interleave`), each filter word split once for
+/// all (`dsp::dot_windows`). Four windows where they fit the copies (at
+/// most `WINDOW / 2` bytes each), else two.
 fn conv_windows(
+    g: &Geometry,
+    input: &[u8],
+    filter: &[u8],
+    bias: Option<&[u8]>,
+    q: &Requantize<'_>,
+    output: &mut [u8],
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let k = g.filter_h * g.filter_w * g.in_c;
+    if 2 * k <= WINDOW {
+        conv_windows_of::<4>(g, input, filter, bias, q, output, rows)
+    } else {
+        conv_windows_of::<2>(g, input, filter, bias, q, output, rows)
+    }
+}
+
+/// [`conv_windows`], `L` windows at a time (2 or 4), the output pixels
+/// taken in order across row ends. Where fewer than `L` are left, the
+/// last is repeated and its copies not stored.
+#[inline(never)]
+fn conv_windows_of<const L: usize>(
     g: &Geometry,
     input: &[u8],
     filter: &[u8],
@@ -378,10 +406,10 @@ fn conv_windows(
     let k = g.filter_h * g.filter_w * g.in_c;
     let zero = (-q.input_offset) as i8 as u8;
     let mut copies = [0u8; 2 * WINDOW];
-    let (copy0, copy1) = copies.split_at_mut(WINDOW);
     let mut split = [0u32; PASS];
-    let mut acc = [[0i32; 2]; BLOCK];
+    let mut acc = [[0i32; L]; BLOCK];
     let mut block = Block::new();
+    let pass = 2 * PASS / L;
     let mut first = 0;
     while first < g.out_c {
         let n = BLOCK.min(g.out_c - first);
@@ -389,52 +417,52 @@ fn conv_windows(
         block.sum_filters(first, n, filter, k, q)?;
         let filters = filter.get(first * k..(first + n) * k).ok_or(SHAPE)?;
         for b in 0..g.batches {
-            for oy in rows_of(b, g, &rows) {
-                let mut ox = 0;
-                while ox < g.out_w {
-                    let two = ox + 1 < g.out_w;
-                    let x0 = window(g, input, zero, b, oy, ox, &mut copy0[..k])?;
-                    let x1 = if two {
-                        window(g, input, zero, b, oy, ox + 1, &mut copy1[..k])?
-                    } else {
-                        x0
-                    };
-                    let at0 = ((b * g.out_h + oy) * g.out_w + ox) * g.out_c + first;
-                    let acc = &mut acc[..n];
-                    for (a, &w) in acc.iter_mut().zip(&block.whole) {
-                        *a = [w; 2];
-                    }
-                    // The two windows' words split once per pass, then
-                    // every filter of the block over them.
-                    let words = k / 4 * 4;
-                    let mut start = 0;
-                    while start < words {
-                        let end = (start + PASS).min(words);
-                        let (x0, x1) = (&x0[start..end], &x1[start..end]);
-                        let split = &mut split[..end - start];
-                        crate::dsp::interleave(x0, x1, split);
-                        for (a, f) in acc.iter_mut().zip(filters.chunks_exact(k)) {
-                            let w = f.get(start..end).ok_or(SHAPE)?;
-                            *a = crate::dsp::dot2x1(split, w, *a);
-                        }
-                        start = end;
-                    }
-                    for t in words..k {
-                        let (x0, x1) = (byte(x0, t)?, byte(x1, t)?);
-                        for (a, f) in acc.iter_mut().zip(filters.chunks_exact(k)) {
-                            let w = byte(f, t)?;
-                            *a = [a[0].wrapping_add(x0 * w), a[1].wrapping_add(x1 * w)];
-                        }
-                    }
-                    let out0 = output.get_mut(at0..at0 + n).ok_or(SHAPE)?;
-                    block.finish_lane(q, acc, 0, out0);
-                    if two {
-                        let at1 = at0 + g.out_c;
-                        let out1 = output.get_mut(at1..at1 + n).ok_or(SHAPE)?;
-                        block.finish_lane(q, acc, 1, out1);
-                    }
-                    ox += if two { 2 } else { 1 };
+            // The batch's output pixels in the rows asked for, `L` at a
+            // time across row ends.
+            let rows = rows_of(b, g, &rows);
+            let pixels = rows.start * g.out_w..rows.end * g.out_w;
+            let mut p = pixels.start;
+            while p < pixels.end {
+                let count = L.min(pixels.end - p);
+                let mut windows: [&[u8]; L] = [&[]; L];
+                let mut copy = copies.chunks_exact_mut(2 * WINDOW / L);
+                for (i, x) in windows.iter_mut().enumerate() {
+                    let copy = copy.next().ok_or(SHAPE)?.get_mut(..k).ok_or(SHAPE)?;
+                    let at = p + i.min(count - 1);
+                    *x = window(g, input, zero, b, at / g.out_w, at % g.out_w, copy)?;
                 }
+                let acc = &mut acc[..n];
+                for (a, &w) in acc.iter_mut().zip(&block.whole) {
+                    *a = [w; L];
+                }
+                // The windows' words split once per pass, then every
+                // filter of the block over them.
+                let words = k / 4 * 4;
+                let mut start = 0;
+                while start < words {
+                    let end = (start + pass).min(words);
+                    let split = &mut split[..L * (end - start) / 4 * 2];
+                    crate::dsp::interleave(windows.map(|x| &x[start..end]), split);
+                    for (a, f) in acc.iter_mut().zip(filters.chunks_exact(k)) {
+                        let w = f.get(start..end).ok_or(SHAPE)?;
+                        *a = crate::dsp::dot_windows(split, w, *a);
+                    }
+                    start = end;
+                }
+                for t in words..k {
+                    for (a, f) in acc.iter_mut().zip(filters.chunks_exact(k)) {
+                        let w = byte(f, t)?;
+                        for (a, x) in a.iter_mut().zip(windows) {
+                            *a = a.wrapping_add(byte(x, t)? * w);
+                        }
+                    }
+                }
+                for lane in 0..count {
+                    let at = (b * g.out_h * g.out_w + p + lane) * g.out_c + first;
+                    let out = output.get_mut(at..at + n).ok_or(SHAPE)?;
+                    block.finish_lane(q, acc, lane, out);
+                }
+                p += count;
             }
         }
         first += n;
