@@ -672,6 +672,117 @@ fn dot_split1x2_loop(xs: &[u32], w0: &[u8], w1: &[u8]) -> [i32; 2] {
     [a0, a1]
 }
 
+/// `dst` from as many bytes of `src`, for the short rows of a copied
+/// window: on the DSP extension's core a loop of word loads and stores
+/// (`words_loop`), then the last bytes one by one (LLVM turns a short copy
+/// loop into a call to `memcpy`, dearer than the copy of a few bytes).
+#[inline(always)]
+pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    #[cfg(synaptic_dsp)]
+    if n <= SHORT {
+        let words = n / 4 * 4;
+        words_loop(&mut dst[..words], Some(&src[..words]), 0);
+        tail(&mut dst[words..], |i| src[words + i]);
+        return;
+    }
+    dst.copy_from_slice(src);
+}
+
+/// The longest copy or fill [`copy_bytes`] and [`fill_bytes`] write out
+/// (a window's rows are at most 1 KB); past it, `memcpy` and `memset`
+/// (whose unaligned paths are slower on rows of a few words).
+#[cfg(synaptic_dsp)]
+const SHORT: usize = 1024;
+
+/// `dst` filled with `value`, as [`copy_bytes`] copies.
+#[inline(always)]
+pub(crate) fn fill_bytes(dst: &mut [u8], value: u8) {
+    #[cfg(synaptic_dsp)]
+    if dst.len() <= SHORT {
+        let words = dst.len() / 4 * 4;
+        let (body, rest) = dst.split_at_mut(words);
+        words_loop(body, None, u32::from(value) * 0x0101_0101);
+        tail(rest, |_| value);
+        return;
+    }
+    dst.fill(value);
+}
+
+/// The last 0 to 3 bytes of a copy or fill, written out (no loop for LLVM
+/// to turn into a call).
+#[cfg(synaptic_dsp)]
+#[inline(always)]
+fn tail(dst: &mut [u8], byte: impl Fn(usize) -> u8) {
+    match dst {
+        [a] => *a = byte(0),
+        [a, b] => (*a, *b) = (byte(0), byte(1)),
+        [a, b, c] => (*a, *b, *c) = (byte(0), byte(1), byte(2)),
+        _ => {}
+    }
+}
+
+/// `dst` (a multiple of 4 long) word by word from `src` (as long), or
+/// filled with `value` without one.
+#[cfg(synaptic_dsp)]
+#[inline(always)]
+fn words_loop(dst: &mut [u8], src: Option<&[u8]>, value: u32) {
+    let words = dst.len() / 4;
+    if words == 0 {
+        return;
+    }
+    match src {
+        // SAFETY: reads and writes `words` words (unaligned accesses,
+        // which Cortex-M33 allows) inside `src` and `dst`, both at least
+        // `4 * words` bytes long (the callers cut them to one length); a
+        // shared and a mutable borrow do not overlap. Writes only register
+        // operands and the flags otherwise.
+        Some(src) if src.len() >= 4 * words => unsafe {
+            core::arch::asm!(
+                // An odd word first, then two a turn.
+                "lsrs {n}, {n}, #1",
+                "bcc 3f",
+                "ldr {w}, [{sp}], #4",
+                "str {w}, [{dp}], #4",
+                "3:",
+                "cmp {n}, #0",
+                "beq 4f",
+                "2:",
+                "ldr {w}, [{sp}], #4",
+                "ldr {v}, [{sp}], #4",
+                "str {w}, [{dp}], #4",
+                "str {v}, [{dp}], #4",
+                "subs {n}, {n}, #1",
+                "bne 2b",
+                "4:",
+                sp = inout(reg) src.as_ptr() => _,
+                dp = inout(reg) dst.as_mut_ptr() => _,
+                n = inout(reg) words => _,
+                w = out(reg) _,
+                v = out(reg) _,
+                options(nostack)
+            );
+        },
+        Some(_) => {}
+        // SAFETY: writes `words` words (unaligned stores, which Cortex-M33
+        // allows) inside `dst`, `4 * words` bytes long. Writes only
+        // register operands and the flags otherwise.
+        None => unsafe {
+            core::arch::asm!(
+                "2:",
+                "str {v}, [{dp}], #4",
+                "subs {n}, {n}, #1",
+                "bne 2b",
+                dp = inout(reg) dst.as_mut_ptr() => _,
+                n = inout(reg) words => _,
+                v = in(reg) value,
+                options(nostack)
+            );
+        },
+    }
+}
+
 /// One lane of `acc` requantised into `out` by `requant` (one per
 /// channel) and clamped to int8 (`SSAT`): `out[j] =
 /// requant[j].apply(acc[j][lane]) as i8`, over as many channels as all

@@ -493,41 +493,41 @@ fn window<'x>(
     }
     let row = g.filter_w * g.in_c;
     let xs = taps(origin_x, g.dilation_w, g.filter_w, g.in_w);
+    // The taps inside the image, as bytes of a window row.
+    let (lo, hi) = (xs.start * g.in_c, xs.end * g.in_c);
     for (fy, dst) in copy.chunks_exact_mut(row).enumerate() {
         let Some(iy) = tap(origin_y, g.dilation_h, fy, g.in_h) else {
-            dst.fill(zero);
+            crate::dsp::fill_bytes(dst, zero);
             continue;
         };
         if g.dilation_w == 1 && xs.len() == g.filter_w {
             // The window's row lies in one stretch of the input row.
             let at = pixel(iy, origin_x as usize);
-            copy_short(dst, input.get(at..at + row).ok_or(SHAPE)?);
+            crate::dsp::copy_bytes(dst, input.get(at..at + row).ok_or(SHAPE)?);
+            continue;
+        }
+        if g.dilation_w == 1 {
+            // The taps inside lie in one stretch of the input row.
+            crate::dsp::fill_bytes(dst.get_mut(..lo).ok_or(SHAPE)?, zero);
+            if hi > lo {
+                let at = pixel(iy, (origin_x + xs.start as isize) as usize);
+                let src = input.get(at..at + hi - lo).ok_or(SHAPE)?;
+                crate::dsp::copy_bytes(dst.get_mut(lo..hi).ok_or(SHAPE)?, src);
+            }
+            crate::dsp::fill_bytes(dst.get_mut(hi..).ok_or(SHAPE)?, zero);
             continue;
         }
         for (fx, dst) in dst.chunks_exact_mut(g.in_c).enumerate() {
             match tap(origin_x, g.dilation_w, fx, g.in_w) {
                 Some(ix) => {
                     let at = pixel(iy, ix);
-                    copy_short(dst, input.get(at..at + g.in_c).ok_or(SHAPE)?);
+                    crate::dsp::copy_bytes(dst, input.get(at..at + g.in_c).ok_or(SHAPE)?);
                 }
-                None => dst.fill(zero),
+                None => crate::dsp::fill_bytes(dst, zero),
             }
         }
     }
     Ok(copy)
-}
-
-/// `dst.copy_from_slice(src)`, with a byte loop for a few bytes (a window
-/// row of one input channel), where the call to `memcpy` would cost more.
-#[inline(always)]
-fn copy_short(dst: &mut [u8], src: &[u8]) {
-    if dst.len() <= 16 {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = s;
-        }
-    } else {
-        dst.copy_from_slice(src);
-    }
 }
 
 /// One block of a convolution's output channels, `first..first + n`.
@@ -909,9 +909,9 @@ fn depthwise_blocks<const PACKED: bool>(
                                         let base =
                                             ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + first;
                                         let pixel = input.get(base..base + n).ok_or(SHAPE)?;
-                                        tap_copy.copy_from_slice(pixel);
+                                        crate::dsp::copy_bytes(tap_copy, pixel);
                                     }
-                                    _ => tap_copy.fill(zero),
+                                    _ => crate::dsp::fill_bytes(tap_copy, zero),
                                 }
                             }
                             let taps = &copy_offsets[..tap_count];
