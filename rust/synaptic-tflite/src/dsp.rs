@@ -789,10 +789,10 @@ fn words_loop(dst: &mut [u8], src: Option<&[u8]>, value: u32) {
 /// three have (`lane` below `L`). On the DSP extension the loop is written out
 /// (`requantize_lane_loop`).
 #[inline(never)]
-pub(crate) fn requantize_lane<const L: usize>(
+pub(crate) fn requantize_lane<const L: usize, const TIES: bool>(
     acc: &[[i32; L]],
     lane: usize,
-    requant: &[Requant],
+    requant: &[Requant<TIES>],
     out: &mut [u8],
 ) {
     let n = acc.len().min(requant.len()).min(out.len());
@@ -810,13 +810,13 @@ pub(crate) fn requantize_lane<const L: usize>(
 }
 
 /// [`requantize_lane`]'s loop in assembly: 12 instructions an output
-/// (LLVM's had 23). The slices have one length; `lane` is below `L`.
+/// (LLVM's had 23), the ties' correction masked out for `TIES = false`. The slices have one length; `lane` is below `L`.
 #[cfg(synaptic_dsp)]
 #[inline(always)]
-fn requantize_lane_loop<const L: usize>(
+fn requantize_lane_loop<const L: usize, const TIES: bool>(
     acc: &[[i32; L]],
     lane: usize,
-    requant: &[Requant],
+    requant: &[Requant<TIES>],
     out: &mut [u8],
 ) {
     if out.is_empty() {
@@ -834,8 +834,9 @@ fn requantize_lane_loop<const L: usize>(
             "2:",
             "ldr {a}, [{ap}], #{stride}",
             "ldrd {lo}, {hi}, [{rp}], #8",
-            // round - [a < 0] 2^31, the ties' correction.
-            "and {sh}, {a}, #0x80000000",
+            // round - [a < 0] 2^31, the ties' correction (none when
+            // `ties` is 0).
+            "and {sh}, {a}, {ties}",
             "subs {lo}, {lo}, {sh}",
             "sbc {hi}, {hi}, #0",
             "ldrd {m}, {sh}, [{rp}], #8",
@@ -854,6 +855,7 @@ fn requantize_lane_loop<const L: usize>(
             hi = out(reg) _,
             m = out(reg) _,
             sh = out(reg) _,
+            ties = in(reg) if TIES { 1u32 << 31 } else { 0 },
             stride = const 4 * L,
             options(nostack)
         );

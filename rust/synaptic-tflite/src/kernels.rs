@@ -1046,7 +1046,12 @@ pub(crate) fn fully_connected_packed(
     let per_channel = q.channels.len() > 8;
     let words = depth / 4 * 4;
     let mut split = [0u32; PASS / 2];
-    let mut acc = [0i32; BLOCK];
+    let mut acc = [[0i32; 1]; BLOCK];
+    // Each unit's requantisation, per block (per channel) or for all (per
+    // tensor), when every unit of the block has a `Requant`.
+    let mut requant = [Requant::<false>::default(); BLOCK];
+    let mut requant_block = None;
+    let full = (q.act_min, q.act_max) == (-128, 127);
     for b in 0..batches {
         let row = input.get(b * depth..(b + 1) * depth).ok_or(SHAPE)?;
         let row_sum = row.iter().fold(0i32, |s, &x| {
@@ -1058,7 +1063,7 @@ pub(crate) fn fully_connected_packed(
             let n = BLOCK.min(units - first);
             let acc = &mut acc[..n];
             for (j, a) in acc.iter_mut().enumerate() {
-                *a = bias_of(bias, first + j)?.wrapping_add(offset_term);
+                *a = [bias_of(bias, first + j)?.wrapping_add(offset_term)];
             }
             let rows = filter.get(first * depth..).ok_or(SHAPE)?;
             let mut start = 0;
@@ -1067,17 +1072,44 @@ pub(crate) fn fully_connected_packed(
                 let split = &mut split[..(end - start) / 2];
                 crate::dsp::split_offset(&row[start..end], q.input_offset, split);
                 let rows = rows.get(start..).ok_or(SHAPE)?;
-                crate::dsp::dot_split_rows(split, rows, depth, acc).ok_or(SHAPE)?;
+                crate::dsp::dot_split_rows(split, rows, depth, acc.as_flattened_mut())
+                    .ok_or(SHAPE)?;
                 start = end;
             }
-            for (j, a) in acc.iter_mut().enumerate() {
+            for (j, [a]) in acc.iter_mut().enumerate() {
                 let u = first + j;
                 for t in words..depth {
                     let x = byte(row, t)? + q.input_offset;
                     *a = a.wrapping_add(byte(filter, u * depth + t)?.wrapping_mul(x));
                 }
-                *output.get_mut(b * units + u).ok_or(SHAPE)? =
-                    fully_connected_output(*a, u, per_channel, q)?;
+            }
+            let block = if per_channel { first } else { 0 };
+            if requant_block.is_none_or(|(b, _)| b != block) {
+                let mut fast = true;
+                for (j, r) in requant.iter_mut().enumerate().take(n) {
+                    let (m, shift) = channel(q.channels, if per_channel { first + j } else { 0 })?;
+                    match Requant::once(m, shift, q.output_offset) {
+                        Some(once) => *r = once,
+                        None => fast = false,
+                    }
+                }
+                requant_block = Some((block, fast));
+            }
+            let out = output
+                .get_mut(b * units + first..b * units + first + n)
+                .ok_or(SHAPE)?;
+            match requant_block {
+                Some((_, true)) if full => crate::dsp::requantize_lane(acc, 0, &requant, out),
+                Some((_, true)) => {
+                    for ((o, [a]), r) in out.iter_mut().zip(acc.iter()).zip(&requant) {
+                        *o = q.clamp(r.apply(*a));
+                    }
+                }
+                _ => {
+                    for (j, (o, [a])) in out.iter_mut().zip(acc.iter()).enumerate() {
+                        *o = fully_connected_output(*a, first + j, per_channel, q)?;
+                    }
+                }
             }
             first += n;
         }
@@ -1518,6 +1550,78 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The DSP extension's fully-connected path against the reference
+    /// formula on random layers: depths of every remainder, unit counts
+    /// across blocks, batches, per-tensor weights with a zero point and
+    /// per-channel ones, narrow activation ranges, scales of every size.
+    #[test]
+    fn packed_fully_connected_equals_the_reference_formula() {
+        let mut s = 0x1b87_3593u32;
+        let mut next = move |n: u32| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % n) as usize
+        };
+        for case in 0..1500 {
+            let (batches, depth, units) = (1 + next(3), 1 + next(300), 1 + next(150));
+            let per_channel = case % 2 == 0;
+            let x: Vec<u8> = (0..batches * depth).map(|_| next(256) as u8).collect();
+            let w: Vec<u8> = (0..units * depth).map(|_| next(256) as u8).collect();
+            let bias: Vec<u8> = (0..units)
+                .flat_map(|_| ((next(200_001) as i32) - 100_000).to_le_bytes())
+                .collect();
+            let channels: Vec<u8> = (0..if per_channel { units } else { 1 })
+                .flat_map(|_| {
+                    let exponent = -32 + next(if case % 7 == 0 { 40 } else { 16 }) as i32;
+                    let (m, sh) =
+                        crate::quant::quantize_ratio(1 + next(1 << 20) as u64, exponent, 3);
+                    [m.to_le_bytes(), sh.to_le_bytes()].concat()
+                })
+                .collect();
+            let output_offset = next(256) as i32 - 128;
+            let (act_min, act_max) = if case % 3 == 0 {
+                (
+                    output_offset,
+                    (output_offset + 1 + next(90) as i32).min(127),
+                )
+            } else {
+                (-128, 127)
+            };
+            let q = Requantize {
+                input_offset: next(256) as i32 - 128,
+                output_offset,
+                act_min,
+                act_max,
+                channels: &channels,
+            };
+            let filter_offset = if per_channel {
+                0
+            } else {
+                next(256) as i32 - 128
+            };
+            let mut want = std::vec![0u8; batches * units];
+            for b in 0..batches {
+                for u in 0..units {
+                    let mut acc = word(&bias, u).unwrap();
+                    for t in 0..depth {
+                        let xv = i32::from(x[b * depth + t] as i8) + q.input_offset;
+                        let wv = i32::from(w[u * depth + t] as i8) + filter_offset;
+                        acc = acc.wrapping_add(xv * wv);
+                    }
+                    let (m, shift) = channel(&channels, if per_channel { u } else { 0 }).unwrap();
+                    let v = multiply_by_quantized_multiplier_once(acc, m, shift) + output_offset;
+                    want[b * units + u] = clamp(v, act_min, act_max) as i8 as u8;
+                }
+            }
+            let mut got = std::vec![0u8; want.len()];
+            let layer = (batches, depth, units);
+            fully_connected_packed(layer, &x, &w, filter_offset, Some(&bias), &q, &mut got)
+                .unwrap();
+            assert_eq!(got, want, "case {case}: {layer:?}");
+        }
     }
 
     /// Average pooling, with and without the DSP extension's sums, against

@@ -896,7 +896,7 @@ impl<'m, 'a> Interpreter<'m, 'a> {
         let mut constants: [Option<&'m [u8]>; MAX_OPERANDS] = [None; MAX_OPERANDS];
         let mut ranges: [core::ops::Range<usize>; MAX_OPERANDS] = Default::default();
         for (i, t) in p.inputs.iter().enumerate() {
-            match self.model.tensor(t)?.data {
+            match self.model.tensor_data(t)? {
                 Some(data) => constants[i] = Some(data),
                 None => {
                     let r = self.range(t)?;

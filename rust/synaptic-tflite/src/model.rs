@@ -490,6 +490,26 @@ impl<'a> Model<'a> {
         })
     }
 
+    /// The constant data of tensor `index` (`None`: an activation), read
+    /// from a validated model without decoding the rest of the tensor:
+    /// what [`tensor`](Self::tensor)`(index)?.data` gives, for running an
+    /// operator.
+    pub(crate) fn tensor_data(&self, index: usize) -> Result<Option<&'a [u8]>, Error> {
+        if !self.validated {
+            return Ok(self.tensor(index)?.data);
+        }
+        let t = self.tensors.table(index)?;
+        let buffer = t.u32(schema::tensor::BUFFER, 0)? as usize;
+        if buffer >= self.buffers.len() {
+            return Ok(None);
+        }
+        let data = self
+            .buffers
+            .table(buffer)?
+            .vector(schema::buffer::DATA, 1)?;
+        Ok(data.map(|v| v.bytes()).filter(|d| !d.is_empty()))
+    }
+
     /// The builtin operator code of operator `index`.
     pub(crate) fn opcode(&self, index: usize, op: &Table<'a>) -> Result<i32, Error> {
         let code_index = op.u32(schema::operator::OPCODE_INDEX, 0)? as usize;
