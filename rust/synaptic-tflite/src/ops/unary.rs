@@ -181,6 +181,73 @@ pub(crate) fn round_quotient(a: f32, b: f32) -> i32 {
     signed.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
 }
 
+/// QUANTIZE's output byte, `clamp(round(v / scale) + zero_point)` with
+/// [`round_quotient`]'s exact rounding, without its division: the
+/// quotient's magnitude from a float multiply by `1 / scale`, within one
+/// of the exact one, then checked and corrected by comparing `2 |v|` with
+/// `(2k ± 1) scale` in integers. Quotients of 1024 and more (and NaN)
+/// take [`round_quotient`].
+struct FastQuantize {
+    inverse: f32,
+    /// `scale` as `significand * 2^exponent`.
+    significand: u64,
+    exponent: i32,
+    zero_point: i32,
+}
+
+impl FastQuantize {
+    fn new(scale: f32, zero_point: i32) -> Option<Self> {
+        let (significand, exponent) = split(scale)?;
+        Some(FastQuantize {
+            inverse: 1.0 / scale,
+            significand,
+            exponent,
+            zero_point,
+        })
+    }
+
+    /// `2 |v| >= c * scale` for `|v| = m 2^e`, `c < 2^36`.
+    #[inline(always)]
+    fn at_least(&self, (m, e): (u64, i32), c: u64) -> bool {
+        // m 2^(e + 1) against c * significand 2^exponent.
+        let rhs = c * self.significand;
+        let d = e + 1 - self.exponent;
+        if d >= 0 {
+            d >= 40 || m << d >= rhs
+        } else if -d >= 40 || rhs > u64::MAX >> -d {
+            false
+        } else {
+            m >= rhs << -d
+        }
+    }
+
+    #[inline(always)]
+    fn byte(&self, v: f32, scale: f32) -> u8 {
+        let approx = (v * self.inverse).abs();
+        let q = match split(v.abs()) {
+            _ if !(approx < 1024.0) => round_quotient(v, scale),
+            None => 0,
+            Some(magnitude) => {
+                // A candidate within one of the quotient, corrected below.
+                // (`as u32`: one conversion instruction; `approx < 1024`.)
+                let mut k = u64::from((approx + 0.5) as u32);
+                while k > 0 && !self.at_least(magnitude, 2 * k - 1) {
+                    k -= 1;
+                }
+                while self.at_least(magnitude, 2 * k + 1) {
+                    k += 1;
+                }
+                if v < 0.0 {
+                    -(k as i32)
+                } else {
+                    k as i32
+                }
+            }
+        };
+        clamp(q.saturating_add(self.zero_point), -128, 127) as i8 as u8
+    }
+}
+
 impl Unary {
     pub(crate) fn run(&self, inputs: &[&[u8]], y: &mut [u8]) -> Result<(), Error> {
         const SHAPE: Error = Error::Internal("kernel buffer shorter than its shape");
@@ -201,10 +268,9 @@ impl Unary {
                 }
             }
             Map::Quantize { scale, zero_point } => {
+                let fast = FastQuantize::new(scale, zero_point).ok_or(SHAPE)?;
                 for (out, b) in y.iter_mut().zip(x.chunks_exact(4)).take(self.elements) {
-                    let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    let q = round_quotient(v, scale).saturating_add(zero_point);
-                    *out = clamp(q, -128, 127) as i8 as u8;
+                    *out = fast.byte(f32::from_le_bytes([b[0], b[1], b[2], b[3]]), scale);
                 }
             }
             Map::Dequantize { scale, zero_point } => {
@@ -245,5 +311,45 @@ mod tests {
         assert_eq!(round_quotient(2.5, 1.0), 3);
         assert_eq!(round_quotient(-2.5, 1.0), -3);
         assert_eq!(round_quotient(0.0, 0.1), 0);
+    }
+
+    /// The fast QUANTIZE byte against `round_quotient`'s, over random
+    /// scales and values near every rounding boundary (`(k + 1/2) scale`
+    /// and its float neighbours), subnormals, zeros, infinities and NaN.
+    #[test]
+    fn fast_quantize_equals_the_exact_quotient() {
+        let mut x = 0x6a09_e667u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        for case in 0..400_000u32 {
+            let scale = match case % 5 {
+                0 => f32::from_bits(1 + next() % 0x007f_ffff),
+                _ => f32::from_bits(0x2000_0000 + next() % 0x2800_0000),
+            };
+            let zero_point = (next() % 256) as i32 - 128;
+            let fast = super::FastQuantize::new(scale, zero_point).unwrap();
+            let k = (next() % 1200) as f32 - 600.0;
+            let v = match case % 4 {
+                // Near a boundary, then nudged by a few ulps either way.
+                0 | 1 => {
+                    let v = (k + 0.5) * scale;
+                    let ulps = (next() % 7) as i32 - 3;
+                    f32::from_bits((v.to_bits() as i32).wrapping_add(ulps) as u32)
+                }
+                2 => f32::from_bits(next()),
+                _ => [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-45]
+                    [case as usize / 4 % 6],
+            };
+            let want = super::clamp(
+                round_quotient(v, scale).saturating_add(zero_point),
+                -128,
+                127,
+            );
+            assert_eq!(fast.byte(v, scale) as i8 as i32, want, "{v} / {scale}");
+        }
     }
 }
