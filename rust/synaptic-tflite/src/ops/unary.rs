@@ -225,7 +225,10 @@ impl FastQuantize {
     fn byte(&self, v: f32, scale: f32) -> u8 {
         let approx = (v * self.inverse).abs();
         let q = match split(v.abs()) {
-            _ if !(approx < 1024.0) => round_quotient(v, scale),
+            // 1024 and more, infinite or NaN.
+            _ if approx.partial_cmp(&1024.0) != Some(core::cmp::Ordering::Less) => {
+                round_quotient(v, scale)
+            }
             None => 0,
             Some(magnitude) => {
                 // A candidate within one of the quotient, corrected below.
