@@ -561,11 +561,11 @@ pub(crate) fn split_offset(x: &[u8], offset: i32, out: &mut [u32]) {
 
 /// `acc[j] += Σ x * w_j` for the filter rows `w_j` (int8, `stride` bytes
 /// apart from the first, at `filter[j * stride..]`) of one row `x`, given
-/// as its [`split_offset`] words: two rows at a time, each pair's 8
-/// products a step costing the two split words, two filter loads and
-/// splits and 4 `SMLAD`s. On the DSP extension the loop over a pair is
-/// written out (`dot_split1x2_loop`). `None` if a row lies outside
-/// `filter`.
+/// as its [`split_offset`] words: four rows at a time, each word of `x`
+/// loaded once for all four (each row's 4 products a step cost its filter
+/// load and split and 2 `SMLAD`s), then a pair, then one. On the DSP
+/// extension the loops are written out (`dot_split1x4_loop`,
+/// `dot_split1x2_loop`). `None` if a row lies outside `filter`.
 #[inline(never)]
 pub(crate) fn dot_split_rows(
     xs: &[u32],
@@ -575,18 +575,127 @@ pub(crate) fn dot_split_rows(
 ) -> Option<()> {
     let len = 2 * xs.len();
     let row = |j: usize| filter.get(j * stride..j * stride + len);
-    let last = acc.len() / 2 * 2;
-    let mut pairs = acc.chunks_exact_mut(2);
-    for (p, a) in (&mut pairs).enumerate() {
-        let [d0, d1] = dot_split1x2(xs, row(2 * p)?, row(2 * p + 1)?);
-        a[0] = a[0].wrapping_add(d0);
-        a[1] = a[1].wrapping_add(d1);
+    let quads = acc.len() / 4 * 4;
+    let (by_four, rest) = acc.split_at_mut(quads);
+    for (q, a) in by_four.chunks_exact_mut(4).enumerate() {
+        // Rows 4q to 4q + 3, all inside `filter`.
+        let rows = filter.get(4 * q * stride..(4 * q + 3) * stride + len)?;
+        let d = dot_split1x4(xs, rows, stride);
+        for (a, d) in a.iter_mut().zip(d) {
+            *a = a.wrapping_add(d);
+        }
     }
-    if let Some(a) = pairs.into_remainder().first_mut() {
-        let w = row(last)?;
-        *a = a.wrapping_add(dot_split1x2(xs, w, w)[0]);
+    let mut j = quads;
+    for a in rest.chunks_mut(2) {
+        let w0 = row(j)?;
+        let w1 = if a.len() == 2 { row(j + 1)? } else { w0 };
+        let d = dot_split1x2(xs, w0, w1);
+        for (a, d) in a.iter_mut().zip(d) {
+            *a = a.wrapping_add(d);
+        }
+        j += a.len();
     }
     Some(())
+}
+
+/// `Σ x * w_j` of one row, given as its [`split_offset`] words, with the
+/// four int8 filter rows `rows[j * stride..]` (each `2 * xs.len()` bytes,
+/// all inside `rows`).
+#[inline(always)]
+fn dot_split1x4(xs: &[u32], rows: &[u8], stride: usize) -> [i32; 4] {
+    #[cfg(synaptic_dsp)]
+    {
+        dot_split1x4_loop(xs, rows, stride)
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        let len = 2 * xs.len();
+        core::array::from_fn(|j| {
+            let w = &rows[j * stride..j * stride + len];
+            dot_split1x2(xs, w, w)[0]
+        })
+    }
+}
+
+/// One group of four bytes in [`dot_split1x4_loop`]: the two split input
+/// words, then for each row its filter word loaded, split and 2 `SMLAD`s
+/// (rows 1 and 3 read at `stride` past rows 0 and 2, before those move on).
+#[cfg(synaptic_dsp)]
+macro_rules! dot_split1x4_group {
+    () => {
+        "ldrd {x0}, {x1}, [{xp}], #8
+        ldr {w}, [{p0}, {st}]
+        sxtb16 {we}, {w}
+        sxtb16 {w}, {w}, ror #8
+        smlad {a1}, {x0}, {we}, {a1}
+        smlad {a1}, {x1}, {w}, {a1}
+        ldr {w}, [{p0}], #4
+        sxtb16 {we}, {w}
+        sxtb16 {w}, {w}, ror #8
+        smlad {a0}, {x0}, {we}, {a0}
+        smlad {a0}, {x1}, {w}, {a0}
+        ldr {w}, [{p2}, {st}]
+        sxtb16 {we}, {w}
+        sxtb16 {w}, {w}, ror #8
+        smlad {a3}, {x0}, {we}, {a3}
+        smlad {a3}, {x1}, {w}, {a3}
+        ldr {w}, [{p2}], #4
+        sxtb16 {we}, {w}
+        sxtb16 {w}, {w}, ror #8
+        smlad {a2}, {x0}, {we}, {a2}
+        smlad {a2}, {x1}, {w}, {a2}"
+    };
+}
+
+/// [`dot_split1x4`]'s loop in assembly, over the whole groups of four
+/// bytes of `xs`: an odd group first, then two a turn (22 instructions for
+/// 16 products).
+#[cfg(synaptic_dsp)]
+#[inline(always)]
+fn dot_split1x4_loop(xs: &[u32], rows: &[u8], stride: usize) -> [i32; 4] {
+    let groups = xs.len() / 2;
+    let [mut a0, mut a1, mut a2, mut a3] = [0i32; 4];
+    // Every row's last group inside `rows` (else no products).
+    if groups == 0 || 3 * stride + 4 * groups > rows.len() {
+        return [0; 4];
+    }
+    // SAFETY: reads `2 * groups` words of `xs` (aligned; LDRD needs only
+    // word alignment) and `groups` words of each of the four rows starting
+    // at `rows`, `rows + stride`, `rows + 2 stride`, `rows + 3 stride`
+    // (unaligned loads, which Cortex-M33 allows), all inside the slices:
+    // checked above. Writes only register operands and the flags.
+    unsafe {
+        core::arch::asm!(
+            ".cpu cortex-m33",
+            "lsrs {n}, {n}, #1",
+            "bcc 3f",
+            dot_split1x4_group!(),
+            "3:",
+            "cmp {n}, #0",
+            "beq 4f",
+            "2:",
+            dot_split1x4_group!(),
+            dot_split1x4_group!(),
+            "subs {n}, {n}, #1",
+            "bne 2b",
+            "4:",
+            a0 = inout(reg) a0,
+            a1 = inout(reg) a1,
+            a2 = inout(reg) a2,
+            a3 = inout(reg) a3,
+            xp = inout(reg) xs.as_ptr() => _,
+            p0 = inout(reg) rows.as_ptr() => _,
+            p2 = inout(reg) rows.as_ptr().wrapping_add(2 * stride) => _,
+            st = in(reg) stride,
+            n = inout(reg) groups => _,
+            w = out(reg) _,
+            we = out(reg) _,
+            x0 = out(reg) _,
+            x1 = out(reg) _,
+            options(nostack, readonly)
+        );
+    }
+    [a0, a1, a2, a3]
 }
 
 /// `Σ x * w` of one row, given as its [`split_offset`] words, with two
