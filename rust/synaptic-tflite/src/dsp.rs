@@ -892,6 +892,109 @@ fn words_loop(dst: &mut [u8], src: Option<&[u8]>, value: u32) {
     }
 }
 
+/// The fully-connected outputs `out[j]`: `acc[j]` requantised with the
+/// single rounding of [`Requant::once`] by the `(multiplier, shift)`
+/// records of `channels` (8 bytes each, little-endian; one per output, or
+/// one for all unless `per_channel`), `offset` added, clamped to int8
+/// (`SSAT`). Every shift must be -1 to -23 and `offset` an int8 zero point
+/// (the caller checks). On the DSP extension the loop is written out
+/// (`requantize_once_loop`: the record's rounding constant worked out in
+/// 6 instructions, 17 an output).
+#[inline(never)]
+pub(crate) fn requantize_once(
+    acc: &[i32],
+    channels: &[u8],
+    per_channel: bool,
+    offset: i32,
+    out: &mut [u8],
+) {
+    let records = if per_channel {
+        channels.len() / 8
+    } else {
+        usize::MAX
+    };
+    let n = acc.len().min(out.len()).min(records);
+    if channels.len() < 8 {
+        return;
+    }
+    #[cfg(synaptic_dsp)]
+    {
+        requantize_once_loop(&acc[..n], channels, per_channel, offset, &mut out[..n]);
+    }
+    #[cfg(not(synaptic_dsp))]
+    {
+        for (j, (o, &a)) in out[..n].iter_mut().zip(acc).enumerate() {
+            let c = &channels[if per_channel { 8 * j } else { 0 }..];
+            let m = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            let shift = i32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+            let (r, _) = Requant::once_checked(m, shift, offset);
+            *o = r.apply(a).clamp(-128, 127) as i8 as u8;
+        }
+    }
+}
+
+/// [`requantize_once`]'s loop in assembly. `acc` and `out` have one
+/// length; `channels` holds that many records (`per_channel`) or one.
+#[cfg(synaptic_dsp)]
+#[inline(always)]
+fn requantize_once_loop(
+    acc: &[i32],
+    channels: &[u8],
+    per_channel: bool,
+    offset: i32,
+    out: &mut [u8],
+) {
+    if out.is_empty() {
+        return;
+    }
+    // SAFETY: reads `out.len()` words of `acc` and as many 8-byte records
+    // of `channels` (two LDRs each: the arena, so the records, may be
+    // unaligned, which Cortex-M33 allows for LDR) or the first one
+    // `out.len()` times (`step` 0), and writes `out.len()` bytes of `out`:
+    // all inside the slices, which the caller cut to those lengths. Writes
+    // only register operands and the flags otherwise.
+    unsafe {
+        core::arch::asm!(
+            ".cpu cortex-m33",
+            "2:",
+            "ldr {a}, [{ap}], #4",
+            "ldr {m}, [{cp}]",
+            "ldr {e}, [{cp}, #4]",
+            "add {cp}, {cp}, {step}",
+            // e = right - 1 = -shift - 1.
+            "mvn {e}, {e}",
+            // round = 2^(31 + e) + offset 2^(32 + e): the low word is 2^31
+            // for e = 0 (LSL by 32 or more gives 0), the high word
+            // 2^31 >> (32 - e) plus offset << e.
+            "mov {t}, #0x80000000",
+            "lsl {lo}, {t}, {e}",
+            "rsb {hi}, {e}, #32",
+            "lsr {t}, {t}, {hi}",
+            "lsl {hi}, {off}, {e}",
+            "add {hi}, {hi}, {t}",
+            "smlal {lo}, {hi}, {a}, {m}",
+            "asr {hi}, {hi}, {e}",
+            "ssat {hi}, #8, {hi}",
+            "strb {hi}, [{op}], #1",
+            "subs {n}, {n}, #1",
+            "bne 2b",
+            ap = inout(reg) acc.as_ptr() => _,
+            cp = inout(reg) channels.as_ptr() => _,
+            op = inout(reg) out.as_mut_ptr() => _,
+            n = inout(reg) out.len() => _,
+            step = in(reg) if per_channel { 8u32 } else { 0 },
+            off = in(reg) offset,
+            a = out(reg) _,
+            m = out(reg) _,
+            e = out(reg) _,
+            lo = out(reg) _,
+            hi = out(reg) _,
+            t = out(reg) _,
+            options(nostack)
+        );
+    }
+}
+
 /// One lane of `acc` requantised into `out` by `requant` (one per
 /// channel) and clamped to int8 (`SSAT`): `out[j] =
 /// requant[j].apply(acc[j][lane]) as i8`, over as many channels as all

@@ -1047,17 +1047,21 @@ pub(crate) fn fully_connected_packed(
     let words = depth / 4 * 4;
     let mut split = [0u32; PASS / 2];
     let mut acc = [[0i32; 1]; BLOCK];
-    // Each unit's requantisation, per block (per channel) or for all (per
-    // tensor), when every unit of the block has a `Requant`.
-    let mut requant = [Requant::<false>::default(); BLOCK];
-    let mut requant_block = None;
-    let full = (q.act_min, q.act_max) == (-128, 127);
+    // Outputs in int8's whole range (offset an int8 zero point): the
+    // DSP extension's requantisation loop (`SSAT`).
+    let full = (q.act_min, q.act_max) == (-128, 127) && (-128..=127).contains(&q.output_offset);
     for b in 0..batches {
         let row = input.get(b * depth..(b + 1) * depth).ok_or(SHAPE)?;
-        let row_sum = row.iter().fold(0i32, |s, &x| {
-            s.wrapping_add(i32::from(x as i8) + q.input_offset)
-        });
-        let offset_term = filter_offset.wrapping_mul(row_sum);
+        // `filter_offset * Σ (x + input_offset)`: 0 without a filter offset
+        // (per-channel weights have none).
+        let offset_term = if filter_offset == 0 {
+            0
+        } else {
+            let row_sum = row.iter().fold(0i32, |s, &x| {
+                s.wrapping_add(i32::from(x as i8) + q.input_offset)
+            });
+            filter_offset.wrapping_mul(row_sum)
+        };
         let mut first = 0;
         while first < units {
             let n = BLOCK.min(units - first);
@@ -1083,32 +1087,26 @@ pub(crate) fn fully_connected_packed(
                     *a = a.wrapping_add(byte(filter, u * depth + t)?.wrapping_mul(x));
                 }
             }
-            let block = if per_channel { first } else { 0 };
-            if requant_block.is_none_or(|(b, _)| b != block) {
-                let mut fast = true;
-                for (j, r) in requant.iter_mut().enumerate().take(n) {
-                    let (m, shift) = channel(q.channels, if per_channel { first + j } else { 0 })?;
-                    match Requant::once(m, shift, q.output_offset) {
-                        Some(once) => *r = once,
-                        None => fast = false,
-                    }
-                }
-                requant_block = Some((block, fast));
-            }
             let out = output
                 .get_mut(b * units + first..b * units + first + n)
                 .ok_or(SHAPE)?;
-            match requant_block {
-                Some((_, true)) if full => crate::dsp::requantize_lane(acc, 0, &requant, out),
-                Some((_, true)) => {
-                    for ((o, [a]), r) in out.iter_mut().zip(acc.iter()).zip(&requant) {
-                        *o = q.clamp(r.apply(*a));
-                    }
-                }
-                _ => {
-                    for (j, (o, [a])) in out.iter_mut().zip(acc.iter()).enumerate() {
-                        *o = fully_connected_output(*a, first + j, per_channel, q)?;
-                    }
+            // The block's channel records (one for all, per tensor).
+            let records = if per_channel {
+                q.channels.get(8 * first..8 * (first + n))
+            } else {
+                q.channels.get(..8)
+            }
+            .ok_or(SHAPE)?;
+            let once = records.chunks_exact(8).all(|c| {
+                let shift = i32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+                (shift.wrapping_neg().wrapping_sub(1) as u32) < 23
+            });
+            if once && full {
+                let acc = acc.as_flattened();
+                crate::dsp::requantize_once(acc, records, per_channel, q.output_offset, out);
+            } else {
+                for (j, (o, [a])) in out.iter_mut().zip(acc.iter()).enumerate() {
+                    *o = fully_connected_output(*a, first + j, per_channel, q)?;
                 }
             }
             first += n;

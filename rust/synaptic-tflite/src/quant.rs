@@ -348,12 +348,27 @@ impl Requant<false> {
     /// offset`, if `shift` is -1 to -23.
     #[inline(always)]
     pub(crate) fn once(multiplier: i32, shift: i32, offset: i32) -> Option<Self> {
+        let (r, valid) = Self::once_checked(multiplier, shift, offset);
+        valid.then_some(r)
+    }
+
+    /// [`once`](Self::once) without a branch, for a loop over many units:
+    /// the record and whether it is valid (when not, the record is
+    /// meaningless). `offset` must be an int8 zero point.
+    #[inline(always)]
+    pub(crate) fn once_checked(multiplier: i32, shift: i32, offset: i32) -> (Self, bool) {
         let right = shift.wrapping_neg();
-        Some(Requant {
-            round: requant_round(0, right, offset)?,
+        let valid = (right.wrapping_sub(1) as u32) < 23 && (-128..=127).contains(&offset);
+        // `requant_round(0, right, offset)`, its shifts kept in range.
+        let e = (right.wrapping_sub(1) & 31) as u32;
+        let high = offset.wrapping_shl(e).wrapping_add((1i32 << e) >> 1);
+        let low = if e == 0 { 1u32 << 31 } else { 0 };
+        let record = Requant {
+            round: i64::from(high) << 32 | i64::from(low),
             multiplier,
-            shift: right as u32 - 1,
-        })
+            shift: e,
+        };
+        (record, valid)
     }
 }
 
@@ -793,6 +808,11 @@ mod tests {
             if let Some(r) = Requant::once(b, shift, offset) {
                 let once = multiply_by_quantized_multiplier_once(a, b, shift);
                 assert_eq!(r.apply(a), once + offset, "{a} {b} {shift} {offset}");
+            }
+            let (unchecked, valid) = Requant::once_checked(b, shift, offset);
+            assert_eq!(valid, Requant::once(b, shift, offset).is_some());
+            if valid {
+                assert_eq!(Some(unchecked), Requant::once(b, shift, offset));
             }
         }
     }
