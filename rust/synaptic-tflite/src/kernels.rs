@@ -195,7 +195,7 @@ impl Block {
     /// included).
     #[inline(always)]
     fn finish_whole(&self, q: &Requantize<'_>, j: usize, acc: i32) -> u8 {
-        if self.fast {
+        if PACKED && self.fast {
             q.clamp(self.requant[j].apply(acc))
         } else {
             q.store(self.multiplier[j].apply(acc))
@@ -212,7 +212,7 @@ impl Block {
         out: &mut [u8],
     ) {
         let lane = lane.min(L - 1);
-        if !self.fast {
+        if !(PACKED && self.fast) {
             for ((o, a), &m) in out.iter_mut().zip(acc).zip(&self.multiplier) {
                 *o = q.store(m.apply(a[lane]));
             }
@@ -261,8 +261,15 @@ impl Block {
             let (m, shift) = channel(q.channels, first + j)?;
             self.multiplier[j] = Multiplier::new(m, shift);
         }
-        self.fast = true;
-        for (r, &m) in self.requant.iter_mut().zip(&self.multiplier[..n]) {
+        // The portable kernels keep the two-step requantisation: smaller
+        // code for the cores without the DSP extension.
+        self.fast = PACKED;
+        for (r, &m) in self
+            .requant
+            .iter_mut()
+            .zip(&self.multiplier[..n])
+            .filter(|_| PACKED)
+        {
             match Requant::new(m, q.output_offset) {
                 Some(fast) => *r = fast,
                 None => self.fast = false,
@@ -1025,10 +1032,7 @@ fn fully_connected_output(
     q: &Requantize<'_>,
 ) -> Result<u8, Error> {
     let (m, shift) = channel(q.channels, if per_channel { u } else { 0 })?;
-    Ok(match Requant::once(m, shift, q.output_offset) {
-        Some(r) => q.clamp(r.apply(acc)),
-        None => q.store(multiply_by_quantized_multiplier_once(acc, m, shift)),
-    })
+    Ok(q.store(multiply_by_quantized_multiplier_once(acc, m, shift)))
 }
 
 /// [`fully_connected`] on the DSP extension; `layer` is `(batches, depth,

@@ -233,9 +233,9 @@ pub(crate) fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
     ((i64::from(a) * i64::from(b) + (1 << 30)) >> 31) as i32
 }
 
-/// A requantisation multiplier with its two roundings worked out once as
-/// one 64-bit sum and shift: a convolution applies one per output channel
-/// to every output.
+/// A requantisation multiplier with its shift split once into the left
+/// and right shifts [`multiply_by_quantized_multiplier`] applies: a
+/// convolution applies one per output channel to every output.
 ///
 /// For `multiplier >= 0`, `MultiplyByQuantizedMultiplier(x, m, shift)` is
 /// `RoundingDivideByPOT(SRDHM(x << left, m), right)`, with `SRDHM(y, m) =
@@ -244,9 +244,8 @@ pub(crate) fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
 /// 2^right)` (ties away from zero). Nested floors of divisions by positive
 /// integers are one floor, so the result is `floor((y m + 2^30 +
 /// 2^(30+right) - [v < 0] 2^31) / 2^(31+right))`; and `v < 0` may be read as
-/// `y < 0` (where they differ, `v` is 0 and both give 0). `right = 0`
-/// leaves `floor((y m + 2^30) / 2^31)`. A negative multiplier (which no
-/// quantised scale gives) takes the reference's two steps.
+/// `y < 0` (where they differ, `v` is 0 and both give 0): one 64-bit sum
+/// and shift, which [`Requant`] computes.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Multiplier {
     multiplier: i32,
@@ -264,30 +263,18 @@ impl Multiplier {
         }
     }
 
-    /// `x m + 2^30 (+ 2^(30+right) - [x < 0] 2^31 when right >= 1)`, the
-    /// sum the two roundings drop bits of, for a multiplier that is not
-    /// negative.
-    #[inline(always)]
-    fn sum(self, x: i32) -> i64 {
-        let product = i64::from(x) * i64::from(self.multiplier) + (1 << 30);
-        if self.right == 0 {
-            product
-        } else {
-            product + (1i64 << (30 + self.right)) - (i64::from(x >> 31) & (1 << 31))
-        }
-    }
-
-    /// `MultiplyByQuantizedMultiplier(x, multiplier, shift)`.
+    /// `MultiplyByQuantizedMultiplier(x, multiplier, shift)`, in the
+    /// reference's two steps (the compact form; [`Requant`] is the fast
+    /// one).
     #[inline(always)]
     pub(crate) fn apply(self, x: i32) -> i32 {
-        let x = x.wrapping_shl(u32::from(self.left));
-        if self.multiplier < 0 {
-            return rounding_divide_by_pot(
-                saturating_rounding_doubling_high_mul(x, self.multiplier),
-                u32::from(self.right),
-            );
-        }
-        (self.sum(x) >> (31 + self.right)) as i32
+        rounding_divide_by_pot(
+            saturating_rounding_doubling_high_mul(
+                x.wrapping_shl(u32::from(self.left)),
+                self.multiplier,
+            ),
+            u32::from(self.right),
+        )
     }
 }
 
@@ -345,8 +332,9 @@ impl Requant<true> {
 
 impl Requant<false> {
     /// [`multiply_by_quantized_multiplier_once`]`(x, multiplier, shift) +
-    /// offset`, if `shift` is -1 to -23.
-    #[inline(always)]
+    /// offset`, if `shift` is -1 to -23 (the checked form of
+    /// [`once_checked`](Self::once_checked), for tests).
+    #[cfg(test)]
     pub(crate) fn once(multiplier: i32, shift: i32, offset: i32) -> Option<Self> {
         let (r, valid) = Self::once_checked(multiplier, shift, offset);
         valid.then_some(r)
