@@ -8,10 +8,10 @@
 //! Two models stand for person detection and keyword spotting. Their CPU
 //! times are `synaptic-tflite`'s emulated cycles per inference on the
 //! MCXN947's CPU0 (`mps2/an521/cpu0` with the DSP extension, the DSP
-//! kernels; `scripts/peer-bench.sh`: 51,791,250 and 2,899,451) taken at
-//! its 150 MHz: 345,275 µs and 19,330 µs. The stub NPU's latency is set to
+//! kernels; `scripts/peer-bench.sh`: 52,388,820 and 2,929,566) taken at
+//! its 150 MHz: 349,259 µs and 19,530 µs. The stub NPU's latency is set to
 //! 2/3 of that (the CPU is 1.5x slower than the NPU, within the issue's
-//! 2x): 230,183 µs and 12,887 µs.
+//! 2x): 232,839 µs and 13,020 µs.
 //!
 //! Arrivals are Poisson (a seeded splitmix64 generator, exponential gaps)
 //! with a fixed stream mix: keyword spotting REALTIME 20 %, NORMAL 40 %,
@@ -30,7 +30,7 @@
 //! scheduler's thread), one poll per scheduler step. So the two devices run
 //! two jobs at once, and an NPU that finishes during a CPU inference is
 //! collected and given its next job after at most one slice. (10 ms is a
-//! fixed figure, not a measured operator: person detection's 345 ms over
+//! fixed figure, not a measured operator: person detection's 349 ms over
 //! its 31 operators averages 11 ms an operator; a finer slice only moves
 //! the hand-over earlier.)
 //!
@@ -64,10 +64,10 @@ use synaptic_sim::devices::{self, TimedStub};
 const MODELS: [&str; 2] = ["person_detect", "micro_speech"];
 /// CPU interpreter time per model, µs: the DSP kernels' emulated cycles
 /// per inference on the MCXN947's CPU0 (`scripts/peer-bench.sh`:
-/// 51,791,250 and 2,899,451) at 150 MHz.
-const CPU_US: [u64; 2] = [345_275, 19_330];
+/// 52,388,820 and 2,929,566) at 150 MHz.
+const CPU_US: [u64; 2] = [349_259, 19_530];
 /// Stub NPU time per model, µs (2/3 of the CPU's).
-const NPU_US: [u64; 2] = [230_183, 12_887];
+const NPU_US: [u64; 2] = [232_839, 13_020];
 /// (model index, class, share of arrivals).
 const STREAMS: [(usize, Priority, f64); 5] = [
     (1, Priority::RealTime, 0.20),
