@@ -63,59 +63,60 @@ pub(crate) fn sxtb16_ror8(x: u32) -> u32 {
     }
 }
 
-/// `SXTAB16`: `acc`'s int16 halves plus bytes 0 and 2 of `x`,
-/// sign-extended (each half wraps on its own).
-#[inline(always)]
-pub(crate) fn sxtab16(acc: u32, x: u32) -> u32 {
-    #[cfg(synaptic_dsp)]
-    {
-        let r: u32;
-        // SAFETY: as in `sxtb16`.
-        unsafe {
-            core::arch::asm!(
-                ".cpu cortex-m33",
-                "sxtab16 {r}, {acc}, {x}",
-                r = lateout(reg) r,
-                acc = in(reg) acc,
-                x = in(reg) x,
-                options(pure, nomem, nostack, preserves_flags)
-            );
+/// An instruction of the DSP extension on two registers' int16 halves, as
+/// a function: one instruction where the core has it, else the portable
+/// arithmetic given.
+macro_rules! halves_op {
+    ($(#[$doc:meta])* $name:ident, $template:literal, |$a:ident, $b:ident| $portable:expr) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $name($a: u32, $b: u32) -> u32 {
+            #[cfg(synaptic_dsp)]
+            {
+                let r: u32;
+                // SAFETY: as in `sxtb16`; the instruction writes at most the
+                // GE flags besides `r`, which no Rust code reads
+                // (`preserves_flags` covers N, Z, C, V).
+                unsafe {
+                    core::arch::asm!(
+                        ".cpu cortex-m33",
+                        $template,
+                        r = lateout(reg) r,
+                        a = in(reg) $a,
+                        b = in(reg) $b,
+                        options(pure, nomem, nostack, preserves_flags)
+                    );
+                }
+                r
+            }
+            #[cfg(not(synaptic_dsp))]
+            {
+                $portable
+            }
         }
-        r
-    }
-    #[cfg(not(synaptic_dsp))]
-    {
-        let x = sxtb16(x);
-        let lo = (acc as u16).wrapping_add(x as u16);
-        let hi = ((acc >> 16) as u16).wrapping_add((x >> 16) as u16);
-        u32::from(lo) | u32::from(hi) << 16
-    }
+    };
 }
 
-/// `SXTAB16 ..., ROR #8`: `acc`'s int16 halves plus bytes 1 and 3 of `x`.
-#[inline(always)]
-pub(crate) fn sxtab16_ror8(acc: u32, x: u32) -> u32 {
-    #[cfg(synaptic_dsp)]
-    {
-        let r: u32;
-        // SAFETY: as in `sxtb16`.
-        unsafe {
-            core::arch::asm!(
-                ".cpu cortex-m33",
-                "sxtab16 {r}, {acc}, {x}, ror #8",
-                r = lateout(reg) r,
-                acc = in(reg) acc,
-                x = in(reg) x,
-                options(pure, nomem, nostack, preserves_flags)
-            );
-        }
-        r
+halves_op!(
+    /// `SADD16`: the int16 halves of `a` and `b` added (each wraps on its
+    /// own).
+    sadd16, "sadd16 {r}, {a}, {b}", |a, b| {
+        let lo = (a as u16).wrapping_add(b as u16);
+        let hi = ((a >> 16) as u16).wrapping_add((b >> 16) as u16);
+        u32::from(lo) | u32::from(hi) << 16
     }
-    #[cfg(not(synaptic_dsp))]
-    {
-        sxtab16(acc, x >> 8)
-    }
-}
+);
+
+halves_op!(
+    /// `SXTAB16`: `acc`'s int16 halves plus bytes 0 and 2 of `x`,
+    /// sign-extended (each half wraps on its own).
+    sxtab16, "sxtab16 {r}, {a}, {b}", |acc, x| sadd16(acc, sxtb16(x))
+);
+
+halves_op!(
+    /// `SXTAB16 ..., ROR #8`: `acc`'s int16 halves plus bytes 1 and 3 of `x`.
+    sxtab16_ror8, "sxtab16 {r}, {a}, {b}, ror #8", |acc, x| sadd16(acc, sxtb16_ror8(x))
+);
 
 /// Four int8 channels summed over the pixels at `offsets` of `x` (each a
 /// word: channels 0 to 3), as int16 halves: channels 0 and 2 in the first
@@ -515,35 +516,6 @@ pub(crate) fn dot2x2(x0: &[u8], x1: &[u8], w0: &[u8], w1: &[u8], acc: [i32; 4]) 
         i += 1;
     }
     [a00, a01, a10, a11]
-}
-
-/// `SADD16`: the int16 halves of `a` and `b` added (each wraps on its
-/// own).
-#[inline(always)]
-fn sadd16(a: u32, b: u32) -> u32 {
-    #[cfg(synaptic_dsp)]
-    {
-        let r: u32;
-        // SAFETY: as in `sxtb16`; SADD16 also sets the GE flags, which no
-        // Rust code reads (`preserves_flags` covers N, Z, C, V).
-        unsafe {
-            core::arch::asm!(
-                ".cpu cortex-m33",
-                "sadd16 {r}, {a}, {b}",
-                r = lateout(reg) r,
-                a = in(reg) a,
-                b = in(reg) b,
-                options(pure, nomem, nostack, preserves_flags)
-            );
-        }
-        r
-    }
-    #[cfg(not(synaptic_dsp))]
-    {
-        let lo = (a as u16).wrapping_add(b as u16);
-        let hi = ((a >> 16) as u16).wrapping_add((b >> 16) as u16);
-        u32::from(lo) | u32::from(hi) << 16
-    }
 }
 
 /// An int8 row (a multiple of 4 long) plus `offset` (an input offset:

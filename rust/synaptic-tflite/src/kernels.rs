@@ -1487,6 +1487,16 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
+    /// A xorshift32 stream from `seed`: `next(n)` is in `0..n`.
+    fn random(mut s: u32) -> impl FnMut(u32) -> usize {
+        move |n| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % n) as usize
+        }
+    }
+
     /// The reference kernels' loops as they read (and as this crate ran
     /// them before the regrouping): `Σ w * (x + input_offset)` over the
     /// taps inside the image, then bias, then requantisation.
@@ -1560,13 +1570,7 @@ mod tests {
     /// per-channel ones, narrow activation ranges, scales of every size.
     #[test]
     fn packed_fully_connected_equals_the_reference_formula() {
-        let mut s = 0x1b87_3593u32;
-        let mut next = move |n: u32| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % n) as usize
-        };
+        let mut next = random(0x1b87_3593);
         for case in 0..1500 {
             let (batches, depth, units) = (1 + next(3), 1 + next(300), 1 + next(150));
             let per_channel = case % 2 == 0;
@@ -1630,13 +1634,7 @@ mod tests {
     /// the reference loop on random geometries, windows up to 256 taps.
     #[test]
     fn packed_average_pool_equals_the_reference_loop() {
-        let mut s = 0x4f1b_bcddu32;
-        let mut next = move |n: u32| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % n) as usize
-        };
+        let mut next = random(0x4f1b_bcdd);
         for case in 0..3000 {
             let big = case % 10 == 0;
             let mut g = Geometry {
@@ -1684,13 +1682,7 @@ mod tests {
     /// reference loops byte for byte.
     #[test]
     fn kernels_equal_the_reference_loops() {
-        let mut s = 0x2545_f491u32;
-        let mut next = move |n: u32| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s % n) as usize
-        };
+        let mut next = random(0x2545_f491);
         for case in 0..4000 {
             let depthwise = case % 2 == 1;
             let dm = if depthwise {

@@ -342,7 +342,9 @@ impl Requant<false> {
 
     /// [`once`](Self::once) without a branch, for a loop over many units:
     /// the record and whether it is valid (when not, the record is
-    /// meaningless). `offset` must be an int8 zero point.
+    /// meaningless). `offset` must be an int8 zero point. (The DSP
+    /// extension's loop, `dsp::requantize_once`, works it out in assembly.)
+    #[cfg(any(test, not(synaptic_dsp)))]
     #[inline(always)]
     pub(crate) fn once_checked(multiplier: i32, shift: i32, offset: i32) -> (Self, bool) {
         let right = shift.wrapping_neg();
