@@ -23,11 +23,13 @@
  * - -EIO: the flash or the store failed otherwise;
  * - with the inference service running (activate and rollback):
  *   -ENOEXEC when no device serving the model can run the version (its
- *   tensor types or sizes; for the CPU interpreter an operator it lacks,
- *   its arena, an image it cannot read in place), -ENOSPC when the service
- *   has no room for a second version during the swap, -EBUSY while the
- *   model's previous swap still runs: the store is left as it was and
- *   the update stays READY.
+ *   tensor types or sizes, a tensor type the runtime has none for; for
+ *   the CPU interpreter an operator it lacks, its arena, an image it
+ *   cannot read in place): no other update refusal uses it, and it comes
+ *   before the two that say the service cannot swap now: -ENOSPC when
+ *   it has no room for a second version during the swap, -EBUSY while the
+ *   model's previous swap still runs. The store is left as it was (its
+ *   active version keeps serving) and the update stays READY.
  *
  * Every other error but -EPERM ends the update in SYN_OTA_STATE_ERROR;
  * begin starts over. With the inference service running, activate and rollback

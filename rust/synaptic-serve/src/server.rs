@@ -592,10 +592,11 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
     ///
     /// # Errors
     ///
-    /// As [`replace`](Self::replace) before it changes anything:
-    /// [`ServeError::Busy`], [`ServeError::BadName`],
-    /// [`ServeError::ModelTooLarge`], [`ServeError::Registry`] and
-    /// [`ServeError::Pipeline`] when either is full, [`ServeError::Unrunnable`].
+    /// As [`replace`](Self::replace) before it changes anything, in this
+    /// order: [`ServeError::BadName`], [`ServeError::ModelTooLarge`],
+    /// [`ServeError::Unrunnable`] (what the version is, whatever the
+    /// service's state), then [`ServeError::Busy`], [`ServeError::Registry`]
+    /// and [`ServeError::Pipeline`] when either is full.
     fn successor<
         'd,
         Npu,
@@ -615,9 +616,6 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         Npu: NpuDevice,
     {
         let export = &self.exports[index];
-        if export.retiring.is_some() {
-            return Err(ServeError::Busy);
-        }
         let served = rt.registry.info(export.serving)?;
         if served.name.as_str() != desc.name {
             return Err(ServeError::BadName);
@@ -627,6 +625,12 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         {
             return Err(ServeError::ModelTooLarge);
         }
+        // What the version is, first (for good: `Unrunnable`); then what
+        // the service lacks for the swap now (`Busy`, `Full`).
+        let devices = Self::runnable_on(served.devices, desc, rt)?;
+        if export.retiring.is_some() {
+            return Err(ServeError::Busy);
+        }
         // Room for the new version next to the old one until it retires.
         if rt.registry.len() >= rt.registry.capacity() {
             return Err(ServeError::Registry(RegistryError::Full));
@@ -634,6 +638,34 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         if rt.pipelines.is_full() {
             return Err(ServeError::Pipeline(PipelineError::PoolFull));
         }
+        Ok(ModelDesc { devices, ..*desc })
+    }
+
+    /// The devices among `serving` (the served version's) that `desc`
+    /// offers and that can run it ([`NpuDevice::can_run`]: the tensors'
+    /// types and sizes; for the CPU interpreter its image, every operator
+    /// of it, its plan within the arena).
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::Unrunnable`] when none can, with the last device's
+    /// refusal.
+    fn runnable_on<
+        Npu,
+        C,
+        const M: usize,
+        const P: usize,
+        const S: usize,
+        const J: usize,
+        const CPU: bool,
+    >(
+        serving: DeviceMask,
+        desc: &ModelDesc<'_>,
+        rt: &Runtime<'_, 'a, Npu, C, M, P, S, J, CPU>,
+    ) -> Result<DeviceMask, ServeError>
+    where
+        Npu: NpuDevice,
+    {
         let model = NpuModel {
             id: 0,
             input: desc.input,
@@ -647,7 +679,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         let mut refusal = NpuError::InvalidImage;
         let mut devices = DeviceMask::NONE;
         for device in Device::ALL {
-            if !(served.devices.contains(device) && desc.devices.contains(device)) {
+            if !(serving.contains(device) && desc.devices.contains(device)) {
                 continue;
             }
             let verdict = match device {
@@ -665,7 +697,7 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         if devices.is_empty() {
             return Err(ServeError::Unrunnable(refusal));
         }
-        Ok(ModelDesc { devices, ..*desc })
+        Ok(devices)
     }
 
     /// Retire every replaced version no job uses any more (see
@@ -1294,19 +1326,28 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         // A served model takes the new version only if some device that
         // serves it can run it, and not while its previous swap still
         // runs: refused before the store changes.
-        let next = updates.next(back).map_err(ServeError::Update)?;
-        if let Some(e) = self.served_export(&next.name, rt.registry) {
-            self.successor(e, &next.desc(), rt).map_err(|e| match e {
-                ServeError::Busy => ServeError::Update(Errno::Busy),
-                e => e,
-            })?;
-        }
-        let activated = if back {
-            updates.rollback()
-        } else {
-            updates.activate()
-        }
-        .map_err(ServeError::Update)?;
+        // The check and the switch are one step of the store
+        // (`ModelUpdates::switch`): the version made active is the one
+        // checked, whatever another thread does with the store meanwhile.
+        let mut refusal = None;
+        let switched = updates.switch(back, &mut |next| {
+            let Some(e) = self.served_export(&next.name, rt.registry) else {
+                return Ok(());
+            };
+            match self.successor(e, &next.desc(), rt) {
+                Ok(_) => Ok(()),
+                Err(ServeError::Busy) => Err(Errno::Busy),
+                Err(error) => {
+                    refusal = Some(error);
+                    Err(error.to_errno())
+                }
+            }
+        });
+        let activated = match (switched, refusal) {
+            (Ok(activated), _) => activated,
+            (Err(_), Some(error)) => return Err(error),
+            (Err(errno), None) => return Err(ServeError::Update(errno)),
+        };
         if let Some(e) = self.served_export(&activated.name, rt.registry) {
             let public = self.exports[e].model;
             if let Err(error) = self.replace(public, &activated.desc(), rt) {

@@ -93,6 +93,27 @@ pub trait ModelUpdates {
     /// The active version of the model called `name` (`-ENOENT` when the
     /// store has none), whoever activated it.
     fn active(&mut self, name: &str) -> Result<Activated, Errno>;
+
+    /// [`next`](Self::next), then, when `accept` takes that version,
+    /// [`activate`](Self::activate) (with `back`,
+    /// [`rollback`](Self::rollback)), as one step: nothing else switches
+    /// or stages a version in between (a store shared with other threads
+    /// holds its lock throughout), so the version made active is the one
+    /// `accept` checked. `accept`'s refusal is returned and the store is
+    /// left as it was.
+    fn switch(
+        &mut self,
+        back: bool,
+        accept: &mut dyn FnMut(&Activated) -> Result<(), Errno>,
+    ) -> Result<Activated, Errno> {
+        let next = self.next(back)?;
+        accept(&next)?;
+        if back {
+            self.rollback()
+        } else {
+            self.activate()
+        }
+    }
 }
 
 #[cfg(feature = "store")]
@@ -113,7 +134,10 @@ pub fn ota_errno(e: OtaError) -> Errno {
 
 #[cfg(feature = "store")]
 /// A container's tensor as the runtime describes it (`.tflite` type
-/// codes: 9 int8, 3 uint8, 7 int16, 1 float16, 0 float32).
+/// codes: 9 int8, 3 uint8, 7 int16, 1 float16, 0 float32). A tensor the
+/// runtime has no description for (another type, a zero or overflowing
+/// dimension) no device runs: `-ENOEXEC`, the errno of a version no
+/// serving device can run, so that its activation is refused as one.
 fn meta(shape: &TensorShape) -> Result<TensorMeta, Errno> {
     let dtype = match shape.dtype {
         9 => DType::Int8,
@@ -121,13 +145,13 @@ fn meta(shape: &TensorShape) -> Result<TensorMeta, Errno> {
         7 => DType::Int16,
         1 => DType::Float16,
         0 => DType::Float32,
-        _ => return Err(Errno::NotSup),
+        _ => return Err(Errno::NoExec),
     };
     let dims = shape
         .dims
         .get(..usize::from(shape.rank))
         .ok_or(Errno::BadMsg)?;
-    let shape = Shape::new(dims).map_err(|_| Errno::BadMsg)?;
+    let shape = Shape::new(dims).map_err(|_| Errno::NoExec)?;
     Ok(TensorMeta::new(dtype, shape))
 }
 

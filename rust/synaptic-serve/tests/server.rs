@@ -1891,4 +1891,381 @@ mod update {
             assert_eq!(h.rt.registry.info(served).unwrap().version, 4);
         });
     }
+
+    // Issue #37, item 3: an activation never reduces what is served. A
+    // sound container (it passes every store check) whose version no
+    // device serving the model can run is refused, by every path that
+    // activates (MODEL_UPDATE's activate and rollback, the serving
+    // thread's `switch_store` the shell and the C API go through), with
+    // -ENOEXEC, before the store changes: the store's active version stays
+    // and the next inference runs on the served version.
+
+    /// The store's active version of `name` (`None`: none).
+    fn active_version(h: &mut H<'_, '_>, name: &str) -> Option<u32> {
+        let store = h.rt.updates.as_deref_mut().expect("a store");
+        store.active(name).ok().map(|v| v.version)
+    }
+
+    /// The version the registry serves under `name`.
+    fn served_version(h: &H<'_, '_>, name: &str) -> u32 {
+        let served = h.rt.registry.find(name).expect("served");
+        h.rt.registry.info(served).unwrap().version
+    }
+
+    /// `bytes` verified into the store and made active there directly (no
+    /// check: the store as it is before the inference service runs).
+    fn activate_in_store(h: &mut H<'_, '_>, bytes: &[u8]) -> u32 {
+        stage_outside_as(h, name_of(bytes), bytes);
+        let store = h.rt.updates.as_deref_mut().expect("a store");
+        store.activate().expect("activated in the store").version
+    }
+
+    /// The model a container names.
+    fn name_of(bytes: &[u8]) -> &str {
+        let field = &bytes[8..40];
+        let len = field.iter().position(|&c| c == 0).unwrap();
+        std::str::from_utf8(&field[..len]).unwrap()
+    }
+
+    /// `bytes` verified into the store as a model called `name`.
+    fn stage_outside_as(h: &mut H<'_, '_>, name: &str, bytes: &[u8]) {
+        let store = h.rt.updates.as_deref_mut().expect("a store");
+        store.begin(name, bytes.len()).unwrap();
+        store.write(0, bytes).unwrap();
+        store.finish().unwrap();
+    }
+
+    /// A float32 version of KWS back in the store's history: rolling back
+    /// to it, through MODEL_UPDATE or the shell's path, is refused with
+    /// -ENOEXEC; version 2 stays active and keeps serving.
+    #[test]
+    fn a_rollback_to_a_version_no_serving_device_can_run_is_refused_by_every_path() {
+        with_store(|h| {
+            assert_eq!(activate_in_store(h, &float_container(1)), 1);
+            assert_eq!(h.stream(&container(2, &payload(2, 300))).last(), Some(&0));
+            assert_eq!(h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None), 2);
+            let v2 = h.rt.registry.find("kws").unwrap();
+            let want = h.kws_output(v2, 3);
+            assert_eq!(h.infer_kws(3), want);
+
+            // CPU1's rollback.
+            assert_eq!(
+                h.step(42, UPDATE_OP_ROLLBACK, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            assert_eq!(active_version(h, "kws"), Some(2), "the store rolled back");
+            assert_eq!(h.rt.registry.find("kws"), Ok(v2));
+            let want = h.kws_output(v2, 4);
+            assert_eq!(h.infer_kws(4), want, "served by version 2");
+
+            // The shell's and the C API's rollback.
+            let refused = h.server.switch_store(true, &mut h.rt);
+            assert!(
+                matches!(refused, Err(ServeError::Unrunnable(_))),
+                "{refused:?}"
+            );
+            assert_eq!(refused.unwrap_err().to_errno(), Errno::NoExec);
+            assert_eq!(active_version(h, "kws"), Some(2), "the store rolled back");
+            assert_eq!(h.rt.registry.find("kws"), Ok(v2));
+            let want = h.kws_output(v2, 5);
+            assert_eq!(h.infer_kws(5), want, "served by version 2");
+            assert!(!h.server.is_retiring());
+            assert_eq!(h.server.stats().violations, 0);
+        });
+    }
+
+    /// A container whose tensors the runtime has no type for (int32, code
+    /// 2) is as unrunnable as a float one: the same -ENOEXEC, not the
+    /// -ENOTSUP of a CPU0 without a store.
+    #[test]
+    fn a_version_with_tensor_types_no_device_takes_is_refused_with_the_same_errno() {
+        with_store(|h| {
+            let int32 = TensorShape {
+                dtype: 2,
+                ..TensorShape::int8(&[49, 10])
+            };
+            let bytes = payload(2, 300);
+            let header = Header::new("kws", 2, &bytes, int32, TensorShape::int8(&[12])).unwrap();
+            let v2 = [header.encode().as_slice(), &bytes].concat();
+            assert_eq!(h.stream(&v2).last(), Some(&0), "the container is sound");
+            assert_eq!(
+                h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            let refused = h.server.switch_store(false, &mut h.rt);
+            assert_eq!(refused.map_err(|e| e.to_errno()), Err(Errno::NoExec));
+            assert_eq!(active_version(h, "kws"), None, "the store activated it");
+            assert_eq!(h.rt.registry.find("kws"), Ok(h.kws));
+            let want = h.kws_output(h.kws, 6);
+            assert_eq!(h.infer_kws(6), want);
+        });
+    }
+
+    /// What no device can run is refused as such (-ENOEXEC, for good),
+    /// even when the service has no room for a second version either
+    /// (-ENOSPC, for now).
+    #[test]
+    fn an_unrunnable_version_is_refused_as_such_even_without_room_for_a_swap() {
+        with_store(|h| {
+            let mut fillers = 0;
+            while h
+                .rt
+                .registry
+                .register(&desc(&format!("filler{fillers}"), &[4], 4))
+                .is_ok()
+            {
+                fillers += 1;
+            }
+            h.stream(&float_container(2));
+            assert_eq!(
+                h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            assert_eq!(active_version(h, "kws"), None, "the store activated it");
+            let want = h.kws_output(h.kws, 7);
+            assert_eq!(h.infer_kws(7), want);
+        });
+    }
+
+    /// A flash the CPU reads in place (`Flash::mapped`: a copy of the
+    /// range as it is at the call, leaked; the store asks only for
+    /// verified payloads, which it does not write again while named).
+    struct Mapped<'a>(MemFlash<'a>);
+
+    impl synaptic_store::Flash for Mapped<'_> {
+        fn size(&self) -> usize {
+            self.0.size()
+        }
+        fn sector_size(&self) -> usize {
+            self.0.sector_size()
+        }
+        fn write_block(&self) -> usize {
+            self.0.write_block()
+        }
+        fn read(
+            &mut self,
+            offset: usize,
+            buf: &mut [u8],
+        ) -> Result<(), synaptic_store::StoreError> {
+            self.0.read(offset, buf)
+        }
+        fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), synaptic_store::StoreError> {
+            self.0.write(offset, data)
+        }
+        fn erase_sector(&mut self, offset: usize) -> Result<(), synaptic_store::StoreError> {
+            self.0.erase_sector(offset)
+        }
+        fn mapped(&self, offset: usize, len: usize) -> Option<&'static [u8]> {
+            let bytes = self.0.bytes().get(offset..offset.checked_add(len)?)?;
+            Some(Vec::leak(bytes.to_vec()))
+        }
+    }
+
+    /// The micro-speech network, TFLite Micro's int8 keyword spotter.
+    fn micro_speech() -> Vec<u8> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../models/micro_speech.tflite"
+        );
+        std::fs::read(path).expect("models/micro_speech.tflite")
+    }
+
+    const SPEECH_IN: usize = 1960;
+    const SPEECH_OUT: usize = 4;
+
+    /// A `speech` container: `tflite` as version `version`.
+    fn speech_container(version: u32, tflite: &[u8]) -> Vec<u8> {
+        let header = Header::new(
+            "speech",
+            version,
+            tflite,
+            TensorShape::int8(&[1, SPEECH_IN as u32]),
+            TensorShape::int8(&[1, SPEECH_OUT as u32]),
+        )
+        .unwrap();
+        [header.encode().as_slice(), tflite].concat()
+    }
+
+    /// `bytes` with its first operator code made `code` (the deprecated
+    /// byte and the 32-bit field): a well-formed network with an operator
+    /// the interpreter lacks (as synaptic-pack's tests make one).
+    fn with_first_operator(mut bytes: Vec<u8>, code: u8) -> Vec<u8> {
+        let u32_at =
+            |b: &[u8], p: usize| u32::from_le_bytes(b[p..p + 4].try_into().unwrap()) as usize;
+        let field = |b: &[u8], table: usize, slot: usize| {
+            let vtable = (table as i64
+                - i64::from(i32::from_le_bytes(b[table..table + 4].try_into().unwrap())))
+                as usize;
+            let vtable_len = u16::from_le_bytes(b[vtable..vtable + 2].try_into().unwrap()) as usize;
+            let at = vtable + 4 + 2 * slot;
+            if at + 2 > vtable + vtable_len {
+                return None;
+            }
+            let offset = u16::from_le_bytes(b[at..at + 2].try_into().unwrap()) as usize;
+            (offset != 0).then_some(table + offset)
+        };
+        let root = u32_at(&bytes, 0);
+        let codes = field(&bytes, root, 1).expect("operator_codes");
+        let vector = codes + u32_at(&bytes, codes);
+        let first = vector + 4;
+        let table = first + u32_at(&bytes, first);
+        if let Some(p) = field(&bytes, table, 0) {
+            bytes[p] = code;
+        }
+        if let Some(p) = field(&bytes, table, 3) {
+            bytes[p..p + 4].copy_from_slice(&u32::from(code).to_le_bytes());
+        }
+        bytes
+    }
+
+    /// `test` with a mapped store given to the serving layer, a CPU
+    /// interpreter beside the stub NPU, and `speech` (micro-speech, version
+    /// 1, from CPU0's image) registered for the interpreter only and
+    /// exported; its handle. The registry is then full (a swap needs
+    /// `hidden`'s slot: `make_room`).
+    fn with_cpu_model(test: impl FnOnce(&mut H<'_, '_>, ModelHandle)) {
+        use synaptic_runtime::device::{DeviceMask, TfliteDevice};
+        let mut bytes = vec![0xFFu8; 256 * 1024];
+        let flash = Mapped(MemFlash::new(&mut bytes, 4096, 4));
+        let layout = Layout::new(&flash, 4, 24 * 1024).unwrap();
+        let (mut store, _) = Store::<_, 4>::open(flash, layout).unwrap();
+        let mut ota = Ota::new();
+        let mut updates = StoreUpdates::new(&mut store, &mut ota);
+        run_on(Some(&mut updates), |h, _, _, _| {
+            let arena: &'static mut [u8] = Vec::leak(vec![0u8; 64 * 1024]);
+            let cpu: &'static mut TfliteDevice<'static> =
+                Box::leak(Box::new(TfliteDevice::new(arena)));
+            cpu.init().unwrap();
+            h.rt.cpu = Some(cpu);
+            let image: &'static [u8] = Vec::leak(micro_speech());
+            let v1 = ModelDesc {
+                name: "speech",
+                version: 1,
+                input: TensorMeta::new(DType::Int8, Shape::new(&[1, SPEECH_IN as u32]).unwrap()),
+                output: TensorMeta::new(DType::Int8, Shape::new(&[1, SPEECH_OUT as u32]).unwrap()),
+                flash_offset: 0,
+                flash_size: image.len() as u32,
+                sram_needed: 0,
+                crc32: synaptic_runtime::registry::crc32(image),
+                devices: DeviceMask::CPU_INTERPRETER,
+                image,
+            };
+            let speech = h.rt.registry.register(&v1).unwrap();
+            h.server
+                .export(h.rt.registry, h.rt.pipelines, speech)
+                .unwrap();
+            test(h, speech)
+        });
+    }
+
+    impl H<'_, '_> {
+        /// Infer on `speech` (CPU1's handle `model`) with input `seq`: the
+        /// output.
+        fn infer_speech(&mut self, model: ModelHandle, seq: u32) -> Vec<u8> {
+            self.stage(model.raw(), SPEECH_IN as u32, seq);
+            assert!(matches!(
+                self.handle(self.infer_msg(70 + seq, Priority::Normal, SPEECH_IN)),
+                Disposition::Accepted { .. }
+            ));
+            let mut done = None;
+            for _ in 0..10_000 {
+                done = self.server.complete(&mut self.rt, self.port, self.ledger);
+                if done.is_some() {
+                    break;
+                }
+                self.rt.step();
+            }
+            let done = done.expect("the inference completes");
+            let reply = self.reply().expect("a reply");
+            assert_eq!(reply.status, done.status);
+            assert_eq!(done.status, SPEECH_OUT as i32, "the inference failed");
+            self.output(SPEECH_OUT)
+        }
+
+        /// Free `hidden`'s registry slot: room for a second version.
+        fn make_room(&mut self) {
+            self.rt.registry.unregister(self.hidden).unwrap();
+        }
+    }
+
+    /// A version of a model only the CPU interpreter serves whose network
+    /// uses an operator the interpreter lacks (EXP) is refused by every
+    /// path with -ENOEXEC (also while there is no room for a swap: what it
+    /// lacks is said first); the served version keeps serving, the store
+    /// keeps its active version.
+    #[test]
+    fn a_version_whose_operator_the_cpu_interpreter_lacks_is_refused_by_every_path() {
+        with_cpu_model(|h, speech| {
+            let before = h.infer_speech(speech, 1);
+            let exp = with_first_operator(micro_speech(), 47);
+            let bad = speech_container(2, &exp);
+            stage_outside_as(h, "speech", &bad);
+            // CPU1's activation, the registry full (no room for a swap).
+            assert_eq!(
+                h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            h.make_room();
+            assert_eq!(
+                h.step(42, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            assert_eq!(active_version(h, "speech"), None, "the store activated it");
+            // The shell's and the C API's activation.
+            let refused = h.server.switch_store(false, &mut h.rt);
+            assert_eq!(refused.map_err(|e| e.to_errno()), Err(Errno::NoExec));
+            assert_eq!(active_version(h, "speech"), None, "the store activated it");
+            assert_eq!(h.rt.registry.find("speech"), Ok(speech));
+            assert_eq!(h.infer_speech(speech, 1), before, "version 1 serves");
+
+            // A sound version 3 is taken (in place, from the store), then
+            // the bad one again as version 4: refused, version 3 serves.
+            let good = speech_container(3, &micro_speech());
+            stage_outside_as(h, "speech", &good);
+            assert_eq!(h.step(43, UPDATE_OP_ACTIVATE, 0, &[], None), 3);
+            assert_eq!(served_version(h, "speech"), 3);
+            assert_eq!(h.infer_speech(speech, 1), before, "the same network");
+            let bad = speech_container(4, &exp);
+            stage_outside_as(h, "speech", &bad);
+            assert_eq!(
+                h.step(44, UPDATE_OP_ACTIVATE, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            assert_eq!(active_version(h, "speech"), Some(3));
+            assert_eq!(served_version(h, "speech"), 3);
+            assert_eq!(h.infer_speech(speech, 2).len(), SPEECH_OUT);
+            assert_eq!(h.server.stats().violations, 0);
+        });
+    }
+
+    /// The interpreter's model rolled back to a version in the store's
+    /// history it cannot run (activated in the store before the service
+    /// ran): refused by CPU1's rollback and by the shell's, version 2
+    /// keeps serving and stays active.
+    #[test]
+    fn a_rollback_to_a_network_the_cpu_interpreter_cannot_run_is_refused_by_every_path() {
+        with_cpu_model(|h, speech| {
+            h.make_room();
+            let exp = with_first_operator(micro_speech(), 47);
+            assert_eq!(activate_in_store(h, &speech_container(1, &exp)), 1);
+            stage_outside_as(h, "speech", &speech_container(2, &micro_speech()));
+            assert_eq!(h.step(41, UPDATE_OP_ACTIVATE, 0, &[], None), 2);
+            let v2 = h.rt.registry.find("speech").unwrap();
+            assert_ne!(v2, speech, "a new version under the same name");
+            let before = h.infer_speech(speech, 3);
+            assert_eq!(
+                h.step(42, UPDATE_OP_ROLLBACK, 0, &[], None),
+                Errno::NoExec.negative()
+            );
+            let refused = h.server.switch_store(true, &mut h.rt);
+            assert_eq!(refused.map_err(|e| e.to_errno()), Err(Errno::NoExec));
+            assert_eq!(
+                active_version(h, "speech"),
+                Some(2),
+                "the store rolled back"
+            );
+            assert_eq!(h.rt.registry.find("speech"), Ok(v2));
+            assert_eq!(h.infer_speech(speech, 3), before, "version 2 serves");
+        });
+    }
 }

@@ -316,8 +316,8 @@ pub fn store_swaps() -> u32 {
     STORE_SWAPS.load(Ordering::Acquire)
 }
 
-/// Set once the serving thread runs its loop (it then takes
-/// [`switch_store`]'s requests).
+/// Set by the serving thread once it is set up, before [`start`] returns
+/// (from its loop's first turn it takes [`switch_store`]'s requests).
 static SERVING_LOOP: AtomicBool = AtomicBool::new(false);
 /// A store switch for the serving thread: 0 none, 1 activate, 2 rollback.
 #[cfg(feature = "store")]
@@ -680,9 +680,12 @@ fn serving(region: Region, replies: &'static Replies, options: Options) {
     let cpu: Option<&mut (dyn NpuDevice + 'static)> = Some(&mut cpu);
     #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
     let cpu: Option<&mut (dyn NpuDevice + 'static)> = None;
+    // Before `start` returns: from then on every activation through the
+    // shell or the C API waits for this thread's check (`switch_store`,
+    // taken at the loop's first turn), none switches the store unchecked.
+    SERVING_LOOP.store(true, Ordering::Release);
     SERVING_UP.give();
     IDLE_TIMER.start(IDLE_MS, on_idle_timer);
-    SERVING_LOOP.store(true, Ordering::Release);
 
     // CPU1's model updates go to the store (feature `store`), which the
     // shell's `syn ota` and the C API share.

@@ -292,6 +292,16 @@ pub mod ota {
         fn active(&mut self, name: &str) -> Result<Activated, Errno> {
             with_updates(|u| u.active(name))
         }
+
+        /// The check and the switch under one hold of the lock: no other
+        /// thread stages or activates a version between them.
+        fn switch(
+            &mut self,
+            back: bool,
+            accept: &mut dyn FnMut(&Activated) -> Result<(), Errno>,
+        ) -> Result<Activated, Errno> {
+            with_updates(|u| u.switch(back, accept))
+        }
     }
 
     /// Run an update step `f`: 0 or its negative errno.
