@@ -4,8 +4,9 @@ Markdown table beside the peers' figures and three PNG plots.
 
     bench_report.py CONSOLE_TXT OUT_DIR
 
-Reads the `BENCH,<kind>,<param>,<n>,<min>,<p50>,<p99>,<max>,<extra1>,<extra2>`
-and `SAMPLES,<set>,<v>...` lines; every figure is emulated k_cycle_get_32
+Reads the `BENCH,<kind>,<param>,<n>,<min>,<p50>,<p99>,<max>,<extra1>,<extra2>`,
+`RATIO,<name>,<numerator>,<denominator>` (the loaded STATUS round trip's p99
+over the unloaded one's) and `SAMPLES,<set>,<v>...` lines; every figure is emulated k_cycle_get_32
 ticks on mps2/an521 unless a column says otherwise. Prints the table too.
 """
 import csv
@@ -26,19 +27,29 @@ LOAD_LATENCY_US = 1500
 
 def parse(path):
     rows, samples = [], defaultdict(list)
+    ratios = {}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
             if line.startswith("BENCH,"):
                 kind, *nums = next(csv.reader([line[6:]]))
                 rows.append((kind, *map(int, nums)))
+            elif line.startswith("RATIO,"):
+                name, num, den = line[6:].split(",")
+                ratios[name] = (int(num), int(den))
             elif line.startswith("SAMPLES,"):
                 name, *vals = line[8:].split(",")
                 samples[name].extend(int(v) for v in vals if v)
-    return rows, samples
+    return rows, samples, ratios
 
 
-def table(rows):
+RATIO_LABELS = {
+    "p99_loaded_unloaded_irq": "loaded/unloaded p99 (irq)",
+    "p99_loaded_unloaded_poll": "loaded/unloaded p99 (poll)",
+}
+
+
+def table(rows, ratios=None):
     by = defaultdict(list)
     for r in rows:
         by[r[0]].append(r)
@@ -66,6 +77,10 @@ def table(rows):
             if key == "infer_27648_4096":
                 note += f"; p50 {r[4] / RPMSG_BULK_P50[0]:.2f}x RPMsg's best {RPMSG_BULK_P50[0]:,}"
             line(label, r, note)
+    for name, (num, den) in (ratios or {}).items():
+        label = RATIO_LABELS.get(name, name)
+        out.append(f"| {label} | | | {num / max(den, 1):.2f}x | | "
+                   f"STATUS p99 loaded {num:,} / unloaded {den:,} ticks |")
     out.append("")
     out.append("| requests in flight | inferences/s | NPU busy (profiler) | device occupancy | ticks per inference |")
     out.append("|---:|---:|---:|---:|---:|")
@@ -136,10 +151,10 @@ def main():
         sys.exit(__doc__)
     console, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
-    rows, samples = parse(console)
+    rows, samples, ratios = parse(console)
     if not rows:
         sys.exit(f"bench_report: no BENCH lines in {console}")
-    text, poll, irq, by = table(rows)
+    text, poll, irq, by = table(rows, ratios)
     header = ("Emulated k_cycle_get_32 ticks on mps2/an521 (QEMU -icount, deterministic); "
               f"RPMsg on the same silicon: 20-byte round trip p50 {RPMSG_STATUS_P50:,}, "
               f"27,648 B + 4,096 B exchange {RPMSG_BULK_P50[0]:,}-{RPMSG_BULK_P50[1]:,}; "

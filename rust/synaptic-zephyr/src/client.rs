@@ -202,9 +202,18 @@ const HANDSHAKE_TRY_MS: u32 = 50;
 static DISPATCH: StaticThread = StaticThread::new();
 #[unsafe(link_section = ".noinit.synaptic_dispatch_stack")]
 static DISPATCH_STACK: ThreadStack<{ stack_len(1536) }> = ThreadStack::new();
-/// The dispatch thread's priority: the main thread's, which it never
-/// waits for.
-const DISPATCH_PRIORITY: i32 = 0;
+/// The dispatch thread's priority (`CONFIG_SYNAPTIC_CLIENT_DISPATCH_PRIORITY`,
+/// by default the lowest cooperative one, -1): above every preemptible
+/// application thread. Zephyr does not preempt a running thread for a
+/// woken one of equal priority, so at the application's priority (it was
+/// the main thread's, 0) the doorbell's wake-up waited until whatever
+/// thread ran blocked: in the offload benchmark's trace, a load thread
+/// summing a 4,096-byte output (16,528 instructions) ran before the
+/// drain that woke the STATUS caller. A drain is a few hundred
+/// instructions and never waits for a lower thread but on the receiver
+/// lock (it then blocks), so a cooperative dispatch thread costs the
+/// others little; the caller it wakes then runs by its own priority.
+const DISPATCH_PRIORITY: i32 = zephyr::kconfig::CONFIG_SYNAPTIC_CLIENT_DISPATCH_PRIORITY as i32;
 
 /// The dispatch thread: drain replies after each doorbell, sweep when the
 /// timer asks.

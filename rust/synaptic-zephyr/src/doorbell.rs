@@ -30,7 +30,7 @@
 #![cfg(CONFIG_SYNAPTIC_DOORBELL)]
 
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use synaptic_abi::Errno;
 use synaptic_ipc::platform::{Doorbell, Semaphore};
@@ -110,7 +110,18 @@ impl PeerDoorbell {
     pub fn try_ring(&self) -> Result<(), DoorbellError> {
         // SAFETY: a plain C call without arguments; the C glue checks that
         // the device is ready before it touches it.
-        match unsafe { syn_doorbell_ring() } {
+        let code = unsafe { syn_doorbell_ring() };
+        if in_isr() {
+            // Not inside an interrupt: CPU0's doorbell ISR would let
+            // CPU1 push its next request into the drain still running,
+            // which then reads as a flood (a ring's worth in one drain).
+            // The ISR yields once it returns from its handler.
+            // Ordering: a local hint, nothing is published with it.
+            RUNG_IN_ISR.store(true, Ordering::Relaxed);
+        } else {
+            let_peer_run();
+        }
+        match code {
             0 => Ok(()),
             code => Err(DoorbellError::from_errno(code)),
         }
@@ -147,6 +158,34 @@ impl Doorbell for PeerDoorbell {
     }
 }
 
+/// Set by a ring from an interrupt; the doorbell ISR yields for it.
+static RUNG_IN_ISR: AtomicBool = AtomicBool::new(false);
+
+/// Whether this code runs in an exception handler (IPSR non-zero).
+fn in_isr() -> bool {
+    let ipsr: u32;
+    // SAFETY: reading IPSR touches no memory, stack or flags.
+    unsafe {
+        core::arch::asm!("mrs {}, ipsr", out(reg) ipsr, options(nomem, nostack, preserves_flags))
+    };
+    ipsr != 0
+}
+
+/// The peer has work now: let it run. `yield` is a hint, a no-op on
+/// cores that run in parallel (the Cortex-M33s of the SSE-200 and the
+/// MCXN947); an emulator that runs both cores on one host thread (QEMU's
+/// round-robin TCG, always so with -icount) takes it to switch to the
+/// next core. Without it the ringing core went on until it slept or its
+/// time slice ended, and the rung one waited: in the offload benchmark
+/// (profiled with `scripts/qemu_profile.py`), a loaded STATUS round trip
+/// by interrupt held 16,528 CPU1 instructions of a load thread summing a
+/// 4,096-byte output before CPU0's doorbell ISR ran (p99 68,685 ticks,
+/// 12.6x its p50), though CPU0 answers STATUS in that ISR.
+fn let_peer_run() {
+    // SAFETY: `yield` touches no memory, stack or flags.
+    unsafe { core::arch::asm!("yield", options(nomem, nostack, preserves_flags)) };
+}
+
 /// The doorbell ISR of [`init_with_handler`]: call the `fn()` in `ctx`.
 ///
 /// # Safety
@@ -158,6 +197,10 @@ unsafe extern "C" fn call_from_isr(ctx: *mut c_void) {
     // data pointer (same size on every target Zephyr supports).
     let handler = unsafe { core::mem::transmute::<*mut c_void, fn()>(ctx) };
     handler();
+    // Ordering: a local hint, nothing is published with it.
+    if RUNG_IN_ISR.swap(false, Ordering::Relaxed) {
+        let_peer_run();
+    }
 }
 
 /// Start listening for the peer's doorbell: from now on its interrupt

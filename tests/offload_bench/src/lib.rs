@@ -162,6 +162,52 @@ fn print_rows(board: &Board) -> bool {
     well_formed
 }
 
+/// The p99 of a `kind` row on the board, when CPU1 wrote one.
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+fn p99_of(board: &Board, kind: Kind) -> Option<u32> {
+    (0..board.rows_written())
+        .map(|k| board.row(k))
+        .find(|row| row.kind == kind as u32)
+        .map(|row| row.summary.p99)
+}
+
+/// How much a load stretches the STATUS round trip's tail: its loaded
+/// p99 over its unloaded p99, interrupt-driven and polled, for people
+/// and as `RATIO,<name>,<numerator>,<denominator>` for
+/// `scripts/bench_report.py`.
+#[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+fn print_ratios(board: &Board) {
+    for (label, name, loaded, idle) in [
+        (
+            "irq",
+            "p99_loaded_unloaded_irq",
+            Kind::StatusIrqLoaded,
+            Kind::StatusIrq,
+        ),
+        (
+            "poll",
+            "p99_loaded_unloaded_poll",
+            Kind::StatusPollLoaded,
+            Kind::StatusPoll,
+        ),
+    ] {
+        let (Some(num), Some(den)) = (p99_of(board, loaded), p99_of(board, idle)) else {
+            continue;
+        };
+        // Hundredths, in integers (printk has no floating point here).
+        let hundredths = u64::from(num) * 100 / u64::from(den.max(1));
+        printkln!(
+            "bench: loaded/unloaded p99 ({}): {}.{:02} ({} / {} ticks)",
+            label,
+            hundredths / 100,
+            hundredths % 100,
+            num,
+            den
+        );
+        printkln!("RATIO,{},{},{}", name, num, den);
+    }
+}
+
 #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
 fn print_samples(board: &Board) {
     const PER_LINE: usize = 25;
@@ -225,6 +271,8 @@ extern "C" fn rust_main() {
         printkln!("bench: CPU1 stopped at step {}", board.failed());
     }
     let well_formed = print_rows(&board);
+    #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
+    print_ratios(&board);
     #[cfg(not(CONFIG_SYNAPTIC_CPU_INTERPRETER))]
     print_samples(&board);
     service::print_status();

@@ -18,6 +18,13 @@ const TIMEOUT: Timeout = Timeout::Millis(2_000);
 
 /// Worker threads (throughput and load).
 const WORKERS: usize = 4;
+/// The workers' priority: below the main thread's (0), which measures. A
+/// load is background work: at the measuring thread's priority, a load
+/// worker summing a frame's 4,096-byte output kept the STATUS caller,
+/// woken by its reply, off CPU1 until the worker blocked (Zephyr does not
+/// preempt for a woken thread of equal priority). An application gives
+/// its latency-sensitive caller the higher priority in the same way.
+const WORKER_PRIORITY: i32 = 1;
 
 /// What the workers do: idle, keep both models served (one worker), or
 /// saturate with `n` requests in flight.
@@ -280,7 +287,9 @@ pub fn run(board: &Board, client: &'static ZephyrClient) -> Result<(), u32> {
     };
     let models = Models { small, frame };
     for index in 0..WORKERS as u32 {
-        worker(client, models, index).start();
+        let thread = worker(client, models, index);
+        thread.set_priority(WORKER_PRIORITY);
+        thread.start();
     }
     status_rows(board, client, false)?;
     infer_rows(board, client, models)?;
