@@ -183,8 +183,9 @@ static int cmd_store_status(const struct shell *sh, size_t argc, char **argv)
 	}
 	shell_print(sh,
 		    "store: writes park CPU1: %u parks, %u refused, longest wait %u us, "
-		    "longest hold %u us",
-		    parks.parks, parks.refused, parks.longest_ack_us, parks.longest_hold_us);
+		    "longest hold %u us, %u overruns",
+		    parks.parks, parks.refused, parks.longest_ack_us, parks.longest_hold_us,
+		    parks.overruns);
 	return 0;
 }
 

@@ -74,6 +74,10 @@ struct syn_store_park_stats {
 	uint32_t longest_ack_us;
 	/** Longest time CPU1 was held, microseconds. */
 	uint32_t longest_hold_us;
+	/** Writes that ended after CPU1's hold bound (CONFIG_SYNAPTIC_PARK_HOLD_MS)
+	 *  may have let it run again: a flash operation longer than half the
+	 *  bound. Zero on a sound configuration. */
+	uint32_t overruns;
 };
 
 /**

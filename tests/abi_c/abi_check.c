@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Compile-only check of include/synaptic/syn_abi.h: every size and offset of
- * the ABI v4 contract, restated by hand and pinned with _Static_assert, so a
+ * the ABI v5 contract, restated by hand and pinned with _Static_assert, so a
  * C image and a Rust image cannot disagree about the shared region. Compiled
  * by scripts/check-abi.sh with host gcc and arm-none-eabi-gcc (Cortex-M33).
  */
@@ -42,7 +42,7 @@ CHECK(SYN_ABI_PRIORITY_REALTIME == 2);
 
 /* Control block: 64 bytes at offset 0. */
 CHECK(SYN_ABI_MAGIC == 0x53594E33);
-CHECK(SYN_ABI_LAYOUT_VERSION == 4);
+CHECK(SYN_ABI_LAYOUT_VERSION == 5);
 CHECK(sizeof(syn_abi_control_block_t) == 64);
 CHECK(sizeof(syn_abi_control_block_t) == SYN_ABI_CONTROL_BLOCK_SIZE);
 CHECK(offsetof(syn_abi_control_block_t, magic) == 0);

@@ -2,8 +2,11 @@
 //!
 //! The region lies flush against an inaccessible page, with another before
 //! the mapping, so an access outside it crashes. The input is a program
-//! (`synaptic_fuzz::request_path`): writes anywhere in the region, raw and
-//! plausible requests pushed as a hostile CPU1, CPU0 steps, reply pops.
+//! (`synaptic_fuzz::request_path`): writes anywhere in the region (the
+//! control block's words, ABI v4's park handshake included, by name), raw
+//! and plausible requests pushed as a hostile CPU1, CPU0 steps, reply
+//! pops, CPU1's doorbell interrupt with its park hold (as the firmware's;
+//! CPU0 steps while it spins).
 //! Then, with feature `liveness` (on by default), a well-behaved CPU1
 //! reboots and must get one correct inference within a bounded number of
 //! steps ([`cpu1_reboots_into_a_correct_inference`]).
@@ -65,6 +68,14 @@ fn hostile_cpu1(cores: &mut Loopback<'_>, mut input: Input<'_>) {
             }
             POP => {
                 let _ = cores.cpu1_pop();
+            }
+            WRITE_CONTROL => {
+                let (word, value) = (input.u8()?, input.u32()?);
+                let offset = 4 * usize::from(word % 16);
+                cores.write_shared(offset, &value.to_le_bytes());
+            }
+            INTERRUPT => {
+                cores.cpu1_interrupt();
             }
             _ => unreachable!("tag modulo TAGS"),
         }

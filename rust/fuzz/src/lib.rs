@@ -212,8 +212,19 @@ pub mod request_path {
     pub const STEP: u8 = 5;
     /// Pop a reply as CPU1.
     pub const POP: u8 = 6;
+    /// Write one control-block word (the park handshake's included): word
+    /// `u8` (modulo 16), value `u32`.
+    pub const WRITE_CONTROL: u8 = 7;
+    /// CPU1's doorbell interrupt (its park hold while CPU0 asks).
+    pub const INTERRUPT: u8 = 8;
     /// Tags there are (a tag byte is taken modulo this).
-    pub const TAGS: u8 = 7;
+    pub const TAGS: u8 = 9;
+
+    /// [`WRITE_CONTROL`] of `value` into word `word`.
+    pub fn write_control(out: &mut Vec<u8>, word: u8, value: u32) {
+        out.extend_from_slice(&[WRITE_CONTROL, word]);
+        out.extend_from_slice(&value.to_le_bytes());
+    }
 
     /// [`WRITE`] of `bytes` at `offset`.
     pub fn write(out: &mut Vec<u8>, offset: u16, bytes: &[u8]) {

@@ -12,10 +12,12 @@
 //!
 //! ABI v2 turned four reserved words of v1 into the slot geometry and
 //! `cpu1_layout_version`; v3 added the `MODEL_UPDATE` message and two words
-//! of the exchange header for it; v4 (this version) turned the last two
+//! of the exchange header for it; v4 turned the last two
 //! reserved words into the park handshake (`park_request`, CPU0-written;
 //! `park_ack`, CPU1-written), with which CPU0 holds CPU1 in RAM while it
-//! writes the flash bank CPU1 executes from. An image refuses a block of
+//! writes the flash bank CPU1 executes from; v5 (this version) bounds the
+//! hold (step 4 below) and makes `park_request` a word CPU0's maintenance
+//! republishes like its others ([`CONTROL_WORDS`]). An image refuses a block of
 //! another version by its `layout_version`, and CPU0 says which version a
 //! CPU1 that never attaches was built for.
 //!
@@ -30,6 +32,11 @@
 //!    writes zero into `park_request`; CPU1 writes zero into `park_ack` and
 //!    returns from its interrupt.
 //!
+//! 4. (v5) CPU1 holds for a bounded number of reads of `park_request` and
+//!    then runs again, ignoring that generation; CPU0 starts a write only
+//!    within the first half of the bound after its request. A request
+//!    already there when CPU1 attaches is ignored.
+//!
 //! CPU0 that does not see the acknowledgement in time writes zero and does
 //! not touch the flash; a late acknowledgement names an old generation, so
 //! it never passes for the next one.
@@ -42,7 +49,7 @@ use crate::exchange::SlotGeometry;
 /// the value the C reference uses.
 pub const MAGIC: u32 = 0x5359_4E33;
 /// Layout version of this contract.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Size of [`ControlBlock`].
 pub const CONTROL_BLOCK_SIZE: usize = 64;
 /// Value a core writes into its `cpuN_ready` word once it is attached.
@@ -108,6 +115,125 @@ const _: () = {
     assert!(offset_of!(ControlBlock, park_ack) == 60);
 };
 
+/// The core that writes a shared word; the other only reads it (and a
+/// buggy or hostile peer's writes are undone by the owner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// CPU0 writes it and keeps it true: it holds the authoritative value
+    /// privately (or derives it from its build) and republishes it in its
+    /// periodic maintenance.
+    Cpu0,
+    /// CPU1 writes it (its maintenance and every attach republish it).
+    Cpu1,
+}
+
+/// One word of the control block: its field, offset and owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlWord {
+    /// The field's name in [`ControlBlock`].
+    pub name: &'static str,
+    /// Byte offset in the block.
+    pub offset: usize,
+    /// The core that writes it.
+    pub owner: Owner,
+}
+
+const fn word(name: &'static str, offset: usize, owner: Owner) -> ControlWord {
+    ControlWord {
+        name,
+        offset,
+        owner,
+    }
+}
+
+/// Every word of the control block with its owner, in offset order: the
+/// list CPU0's maintenance republishes its words from and the self-healing
+/// tests iterate, so a word added to the block is covered by both (the
+/// asserts below fail until it is listed here).
+pub const CONTROL_WORDS: [ControlWord; CONTROL_BLOCK_SIZE / 4] = [
+    word("magic", offset_of!(ControlBlock, magic), Owner::Cpu0),
+    word(
+        "layout_version",
+        offset_of!(ControlBlock, layout_version),
+        Owner::Cpu0,
+    ),
+    word(
+        "ring_entries",
+        offset_of!(ControlBlock, ring_entries),
+        Owner::Cpu0,
+    ),
+    word(
+        "shared_size",
+        offset_of!(ControlBlock, shared_size),
+        Owner::Cpu0,
+    ),
+    word(
+        "cpu0_ready",
+        offset_of!(ControlBlock, cpu0_ready),
+        Owner::Cpu0,
+    ),
+    word(
+        "cpu1_ready",
+        offset_of!(ControlBlock, cpu1_ready),
+        Owner::Cpu1,
+    ),
+    word(
+        "rtt_last_us",
+        offset_of!(ControlBlock, rtt_last_us),
+        Owner::Cpu1,
+    ),
+    word(
+        "rtt_min_us",
+        offset_of!(ControlBlock, rtt_min_us),
+        Owner::Cpu1,
+    ),
+    word(
+        "rtt_max_us",
+        offset_of!(ControlBlock, rtt_max_us),
+        Owner::Cpu1,
+    ),
+    word(
+        "rtt_count",
+        offset_of!(ControlBlock, rtt_count),
+        Owner::Cpu1,
+    ),
+    word(
+        "exchange_slots",
+        offset_of!(ControlBlock, exchange_slots),
+        Owner::Cpu0,
+    ),
+    word(
+        "small_input_size",
+        offset_of!(ControlBlock, small_input_size),
+        Owner::Cpu0,
+    ),
+    word(
+        "small_output_size",
+        offset_of!(ControlBlock, small_output_size),
+        Owner::Cpu0,
+    ),
+    word(
+        "cpu1_layout_version",
+        offset_of!(ControlBlock, cpu1_layout_version),
+        Owner::Cpu1,
+    ),
+    word(
+        "park_request",
+        offset_of!(ControlBlock, park_request),
+        Owner::Cpu0,
+    ),
+    word("park_ack", offset_of!(ControlBlock, park_ack), Owner::Cpu1),
+];
+
+const _: () = {
+    // One entry per word, in offset order.
+    let mut i = 0;
+    while i < CONTROL_WORDS.len() {
+        assert!(CONTROL_WORDS[i].offset == 4 * i);
+        i += 1;
+    }
+};
+
 /// Why a control block does not describe the region this image was built for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -168,6 +294,29 @@ impl ControlBlock {
             park_request: 0,
             park_ack: 0,
         }
+    }
+
+    /// The block as its sixteen words, in offset order (the index of
+    /// [`CONTROL_WORDS`]).
+    pub const fn to_words(&self) -> [u32; CONTROL_BLOCK_SIZE / 4] {
+        [
+            self.magic,
+            self.layout_version,
+            self.ring_entries,
+            self.shared_size,
+            self.cpu0_ready,
+            self.cpu1_ready,
+            self.rtt_last_us,
+            self.rtt_min_us,
+            self.rtt_max_us,
+            self.rtt_count,
+            self.exchange_slots,
+            self.small_input_size,
+            self.small_output_size,
+            self.cpu1_layout_version,
+            self.park_request,
+            self.park_ack,
+        ]
     }
 
     /// The slot geometry the block describes.
@@ -241,6 +390,43 @@ mod tests {
     #[test]
     fn magic_spells_syn3() {
         assert_eq!(&MAGIC.to_be_bytes(), b"SYN3");
+    }
+
+    #[test]
+    fn to_words_follows_the_word_list() {
+        // Each field holds its own offset: word i must be CONTROL_WORDS[i]'s.
+        let block = ControlBlock {
+            magic: offset_of!(ControlBlock, magic) as u32,
+            layout_version: offset_of!(ControlBlock, layout_version) as u32,
+            ring_entries: offset_of!(ControlBlock, ring_entries) as u32,
+            shared_size: offset_of!(ControlBlock, shared_size) as u32,
+            cpu0_ready: offset_of!(ControlBlock, cpu0_ready) as u32,
+            cpu1_ready: offset_of!(ControlBlock, cpu1_ready) as u32,
+            rtt_last_us: offset_of!(ControlBlock, rtt_last_us) as u32,
+            rtt_min_us: offset_of!(ControlBlock, rtt_min_us) as u32,
+            rtt_max_us: offset_of!(ControlBlock, rtt_max_us) as u32,
+            rtt_count: offset_of!(ControlBlock, rtt_count) as u32,
+            exchange_slots: offset_of!(ControlBlock, exchange_slots) as u32,
+            small_input_size: offset_of!(ControlBlock, small_input_size) as u32,
+            small_output_size: offset_of!(ControlBlock, small_output_size) as u32,
+            cpu1_layout_version: offset_of!(ControlBlock, cpu1_layout_version) as u32,
+            park_request: offset_of!(ControlBlock, park_request) as u32,
+            park_ack: offset_of!(ControlBlock, park_ack) as u32,
+        };
+        for (value, word) in block.to_words().iter().zip(CONTROL_WORDS) {
+            assert_eq!(*value as usize, word.offset, "{}", word.name);
+        }
+        // The handshake's request and the geometry are CPU0's; the ack,
+        // readiness and statistics CPU1's.
+        let owner = |name| {
+            CONTROL_WORDS
+                .iter()
+                .find(|w| w.name == name)
+                .map(|w| w.owner)
+        };
+        assert_eq!(owner("park_request"), Some(Owner::Cpu0));
+        assert_eq!(owner("park_ack"), Some(Owner::Cpu1));
+        assert_eq!(owner("cpu1_ready"), Some(Owner::Cpu1));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The shared-memory contract between CPU0 and CPU1 (ABI v4).
+//! The shared-memory contract between CPU0 and CPU1 (ABI v5).
 //!
 //! Owned by exactly one crate so that both images agree by construction;
 //! cbindgen exports it to C (`include/synaptic/syn_abi.h`). Every size and
@@ -22,7 +22,10 @@ pub mod message;
 pub mod priority;
 pub mod region;
 
-pub use control::{ControlBlock, LayoutError, CONTROL_BLOCK_SIZE, LAYOUT_VERSION, MAGIC, READY};
+pub use control::{
+    ControlBlock, ControlWord, LayoutError, Owner, CONTROL_BLOCK_SIZE, CONTROL_WORDS,
+    LAYOUT_VERSION, MAGIC, READY,
+};
 pub use errno::Errno;
 pub use exchange::{
     ExchangeError, ExchangeHeader, ExchangeSlot, GeometryError, SlotGeometry, EXCHANGE_HEADER_SIZE,

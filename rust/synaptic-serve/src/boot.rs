@@ -578,35 +578,39 @@ mod tests {
 
     #[test]
     fn each_core_restores_the_control_words_it_owns() {
+        use synaptic_abi::{Owner, CONTROL_WORDS};
+        let park = crate::park::ParkRecord::new();
         with_raw_region(true, |region, control| {
             attach(&region).expect("attach");
             let published: std::vec::Vec<u32> =
                 control.iter().map(|w| w.load(Ordering::SeqCst)).collect();
-            for (index, word) in control.iter().enumerate() {
+            // Every word of the ABI's list, by its owner: a word added to
+            // the block later is covered without a change here.
+            for (index, entry) in CONTROL_WORDS.iter().enumerate() {
+                let word = &control[index];
                 for value in [0, u32::MAX, published[index] ^ 1] {
                     if value == published[index] {
                         continue;
                     }
                     word.store(value, Ordering::SeqCst);
-                    let fixed = region.repair_cpu0_words() + region.repair_cpu1_words();
-                    let cpu1_stat = (6..=9).contains(&index);
-                    let park_request = index == 14;
-                    if cpu1_stat || park_request {
+                    let fixed = region.repair_cpu0_words(&park) + region.repair_cpu1_words();
+                    if entry.name.starts_with("rtt_") {
                         // CPU1's round-trip statistics: its own to rewrite
                         // (at its next ping), not a word anyone checks.
-                        // `park_request`: CPU0 rewrites it at every park and
-                        // release, never in maintenance (which may run while
-                        // a park holds).
-                        assert_eq!(fixed, 0, "word {index}");
+                        assert_eq!(entry.owner, Owner::Cpu1);
+                        assert_eq!(fixed, 0, "{}", entry.name);
                         word.store(published[index], Ordering::SeqCst);
                     } else {
-                        assert_eq!(fixed, 1, "word {index} = {value:#x}");
+                        assert_eq!(fixed, 1, "{} = {value:#x}", entry.name);
                     }
                     assert_eq!(word.load(Ordering::SeqCst), published[index]);
                     attach(&region).expect("attach after the repair");
                 }
             }
-            assert_eq!(region.repair_cpu0_words() + region.repair_cpu1_words(), 0);
+            assert_eq!(
+                region.repair_cpu0_words(&park) + region.repair_cpu1_words(),
+                0
+            );
         });
     }
 

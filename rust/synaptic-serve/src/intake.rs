@@ -42,6 +42,7 @@ use synaptic_ipc::{Doorbell, Inbox, IpcError, Semaphore, Sender};
 use synaptic_ring::Consumer;
 
 use crate::lock::LocalLock;
+use crate::park::ParkRecord;
 use crate::region::SharedRegion;
 use crate::server::{ServeError, ServeStats};
 
@@ -243,8 +244,12 @@ pub fn reply_type(request: MessageType) -> Option<MessageType> {
 pub struct Intake<'r, const N: usize> {
     consumer: Consumer<'r, N>,
     region: SharedRegion<'r, N>,
+    park: &'r ParkRecord,
     stats: ServeStats,
 }
+
+/// The record of a CPU0 that never parks CPU1: no request, ever.
+static NO_PARK: ParkRecord = ParkRecord::new();
 
 impl<'r, const N: usize> Intake<'r, N> {
     /// The intake over `consumer`, the consumer of ring CPU1→CPU0 of
@@ -253,8 +258,16 @@ impl<'r, const N: usize> Intake<'r, N> {
         Intake {
             consumer,
             region: *region,
+            park: &NO_PARK,
             stats: ServeStats::default(),
         }
+    }
+
+    /// The intake of a CPU0 whose parker keeps its requests in `park`
+    /// (`crate::park::Parker::new`): maintenance republishes them.
+    #[must_use]
+    pub fn with_park_record(self, park: &'r ParkRecord) -> Self {
+        Intake { park, ..self }
     }
 
     /// What the intake answered, refused and forwarded so far (the serving
@@ -274,7 +287,7 @@ impl<'r, const N: usize> Intake<'r, N> {
     /// the control block and this ring's tail (the reply ring's head is the
     /// sender's: [`SharedSender::repair`]). Returns the words rewritten.
     pub fn maintain(&mut self) -> u32 {
-        let control = self.region.repair_cpu0_words();
+        let control = self.region.repair_cpu0_words(self.park);
         self.stats.repairs = self.stats.repairs.wrapping_add(control);
         control + u32::from(self.consumer.repair())
     }

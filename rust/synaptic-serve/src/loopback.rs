@@ -105,6 +105,7 @@ use synaptic_runtime::time::{Clock, Delay};
 use crate::boot::{self, AttachError};
 use crate::client::{ClientConfig, ClientError};
 use crate::intake::{Intake, ReplyPort, SlotLedger};
+use crate::park::ParkHold;
 use crate::region::{RegionError, SharedRegion};
 use crate::server::{Runtime, ServeError, ServeStats, Server};
 use crate::{Client, Session, Wait};
@@ -423,6 +424,7 @@ impl Doorbell for NoDoorbell {
 pub struct Cpu1Clock<'r> {
     time: SimTime,
     cpu0: Rc<Cpu0Cell<'r>>,
+    park: Rc<ParkHold<'r>>,
 }
 
 impl Clock for Cpu1Clock<'_> {
@@ -433,8 +435,27 @@ impl Clock for Cpu1Clock<'_> {
             if let Ok(mut cpu0) = self.cpu0.cpu0.try_borrow_mut() {
                 cpu0.step();
             }
+            // Time passed on CPU1: its doorbell interrupt may have run.
+            cpu1_interrupt(&self.park, &self.cpu0);
         }
         self.time.now_us()
+    }
+}
+
+/// Reads of the park request a loopback CPU1 holds for at most (CPU0 steps
+/// once between two reads, so its maintenance withdraws a request it does
+/// not stand by at the first).
+pub const HOLD_READS: u32 = 64;
+
+/// CPU1's doorbell interrupt as the firmware's: the park hold while CPU0
+/// asks, CPU0 stepping between two reads (it runs while CPU1 spins).
+fn cpu1_interrupt(park: &ParkHold<'_>, cpu0: &Cpu0Cell<'_>) {
+    if park.asked() {
+        park.hold(|| {
+            if let Ok(mut cpu0) = cpu0.cpu0.try_borrow_mut() {
+                cpu0.step();
+            }
+        });
     }
 }
 
@@ -623,6 +644,8 @@ pub struct Loopback<'r> {
     time: SimTime,
     cpu0: Rc<Cpu0Cell<'r>>,
     cpu1: Cpu1<'r>,
+    /// CPU1's park hold (its doorbell interrupt's), from its last attach.
+    park: Option<Rc<ParkHold<'r>>>,
     kws: ModelHandle,
     face: ModelHandle,
     buffer: PhantomData<&'r mut [u8]>,
@@ -678,6 +701,7 @@ impl<'r> Loopback<'r> {
                 runs_on_cpu1_clock: Cell::new(false),
             }),
             cpu1: Cpu1::Off,
+            park: None,
             kws,
             face,
             buffer: PhantomData,
@@ -734,9 +758,18 @@ impl<'r> Loopback<'r> {
     /// CPU1's drain of its reply ring ([`Client::dispatch`]; nothing for
     /// raw handles or without a client). Returns the messages popped.
     pub fn step_cpu1(&mut self) -> usize {
+        self.cpu1_interrupt();
         match &self.cpu1 {
             Cpu1::Client(client) => client.dispatch(),
             Cpu1::Off | Cpu1::Raw(..) => 0,
+        }
+    }
+
+    /// CPU1's doorbell interrupt alone: the park hold of its last attach
+    /// while CPU0 asks (CPU0 steps between two reads of the request).
+    pub fn cpu1_interrupt(&mut self) {
+        if let Some(park) = &self.park {
+            cpu1_interrupt(park, &self.cpu0);
         }
     }
 
@@ -786,9 +819,13 @@ impl<'r> Loopback<'r> {
         // SAFETY: CPU1's handles: the previous life's were dropped above,
         // and CPU0 holds only the other end of each ring.
         let (consumer, producer) = unsafe { ring_ends(&self.region, Direction::Cpu0ToCpu1) };
+        // The park hold of this life, made at its attach.
+        let park = Rc::new(ParkHold::new(self.region.park_words(), HOLD_READS));
+        self.park = Some(Rc::clone(&park));
         let clock = Cpu1Clock {
             time: self.time.clone(),
             cpu0: Rc::clone(&self.cpu0),
+            park,
         };
         let config = ClientConfig {
             poll_threshold_us: 0,

@@ -35,8 +35,8 @@
 //!
 //! | words | owner | rewritten |
 //! |---|---|---|
-//! | control block: magic, versions, geometry, `cpu0_ready` | CPU0 | CPU0's maintenance ([`SharedRegion::repair_cpu0_words`], `Intake::maintain`), every 50 ms on the firmware |
-//! | control block: `park_request` | CPU0 | at every park and release ([`crate::park`]); not by maintenance, which may run while a park holds |
+//! | control block: magic, versions, geometry, `cpu0_ready` (every [`Owner::Cpu0`] word of the ABI's list, `synaptic_abi::CONTROL_WORDS`) | CPU0 | CPU0's maintenance ([`SharedRegion::repair_cpu0_words`], `Intake::maintain`), every 50 ms on the firmware |
+//! | control block: `park_request` | CPU0 | at every park and release ([`crate::park`]), and by CPU0's maintenance from its [`ParkRecord`] |
 //! | control block: `cpu1_ready`, CPU1's layout version, `park_ack` | CPU1 | CPU1's maintenance (`Client::maintain`, its sweep; CPU1 is never parked while it runs), and every attach |
 //! | control block: round-trip statistics | CPU1 | at its next ping (statistics: nobody checks them) |
 //! | ring CPU1→CPU0: `head` / `tail` | CPU1 / CPU0 | by the ring handles: the consumer on every empty poll, the producer on every push that sees an impossible tail, both at maintenance ([`synaptic_ring`]'s self-healing) |
@@ -57,11 +57,14 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use synaptic_abi::region::{RING_HEAD_OFFSET, RING_TAIL_OFFSET};
 use synaptic_abi::{
     payload_pool_offset, payload_pool_range, region_size, ring_offset, service_times_offset,
-    ControlBlock, Direction, Errno, ExchangeHeader, GeometryError, LayoutError, SlotGeometry,
-    CONTROL_BLOCK_SIZE, EXCHANGE_HEADER_SIZE, EXCHANGE_INPUT_OFFSET, LAYOUT_VERSION, MAGIC,
-    MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE, READY, SERVICE_TIME_ENTRIES,
+    ControlBlock, Direction, Errno, ExchangeHeader, GeometryError, LayoutError, Owner,
+    SlotGeometry, CONTROL_BLOCK_SIZE, CONTROL_WORDS as CONTROL_OWNERS, EXCHANGE_HEADER_SIZE,
+    EXCHANGE_INPUT_OFFSET, LAYOUT_VERSION, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE, READY,
+    SERVICE_TIME_ENTRIES,
 };
 use synaptic_ring::Ring;
+
+use crate::park::ParkRecord;
 
 /// Alignment the region's base address must have.
 pub const REGION_ALIGN: usize = 16;
@@ -386,29 +389,50 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
         }
     }
 
-    /// The control-block words CPU0 owns with their published values, the
-    /// magic and `cpu0_ready` last (a core trusts the block once it sees
-    /// them). Computed from this view's geometry: CPU0's authoritative copy.
-    fn cpu0_words(&self) -> [(usize, u32); 8] {
-        let p = ControlBlock::published::<N>(self.size as u32, self.slots);
-        debug_assert!(p.magic == MAGIC && p.layout_version == LAYOUT_VERSION);
-        [
-            (control_word::LAYOUT_VERSION, p.layout_version),
-            (control_word::RING_ENTRIES, p.ring_entries),
-            (control_word::SHARED_SIZE, p.shared_size),
-            (control_word::EXCHANGE_SLOTS, p.exchange_slots),
-            (control_word::SMALL_INPUT, p.small_input_size),
-            (control_word::SMALL_OUTPUT, p.small_output_size),
-            (control_word::MAGIC, MAGIC),
-            (control_word::CPU0_READY, READY),
-        ]
+    /// The control-block words CPU0 owns with their published values
+    /// (every [`Owner::Cpu0`] word of the ABI's [`CONTROL_WORDS`] but the
+    /// park request, which CPU0's [`ParkRecord`] holds), the magic and
+    /// `cpu0_ready` last: a core trusts the block once it sees them.
+    /// Computed from this view's geometry: CPU0's authoritative copy.
+    fn cpu0_words(&self) -> impl Iterator<Item = (usize, u32)> {
+        let published = ControlBlock {
+            cpu0_ready: READY,
+            ..ControlBlock::published::<N>(self.size as u32, self.slots)
+        }
+        .to_words();
+        let last = |i: &usize| *i == control_word::MAGIC || *i == control_word::CPU0_READY;
+        let cpu0 = (0..CONTROL_WORDS)
+            .filter(|&i| CONTROL_OWNERS[i].owner == Owner::Cpu0 && i != control_word::PARK_REQUEST);
+        cpu0.clone()
+            .filter(move |i| !last(i))
+            .chain(cpu0.filter(last))
+            .map(move |i| (i, published[i]))
     }
 
     /// Make every control-block word CPU0 owns true again (CPU0's periodic
-    /// maintenance; a peer may have written them). Returns the words that
-    /// differed.
-    pub fn repair_cpu0_words(&self) -> u32 {
-        self.repair_words(&self.cpu0_words())
+    /// maintenance; a peer may have written them), the park request from
+    /// `park`. Returns the words that differed.
+    pub fn repair_cpu0_words(&self, park: &ParkRecord) -> u32 {
+        let mut repaired = 0;
+        for (index, value) in self.cpu0_words() {
+            repaired += self.repair_word(index, value);
+        }
+        // The park request last, and only if CPU0 did not change it since
+        // it was read: a park that starts or ends meanwhile (in a thread
+        // this one may preempt, or that preempts it) wrote the record
+        // before the word, so the exchange fails rather than undo it.
+        let word = self.control_word(control_word::PARK_REQUEST);
+        // Ordering: the word first, then the record (see above).
+        let seen = word.load(Ordering::Relaxed);
+        let value = park.get();
+        if seen != value
+            && word
+                .compare_exchange(seen, value, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+        {
+            repaired += 1;
+        }
+        repaired
     }
 
     /// Make the words an attached CPU1 owns true again: `cpu1_ready`, the
@@ -416,25 +440,26 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
     /// runs while CPU1 is parked). CPU1's periodic maintenance. Returns the
     /// words that differed.
     pub fn repair_cpu1_words(&self) -> u32 {
-        self.repair_words(&[
+        [
             (control_word::CPU1_LAYOUT_VERSION, LAYOUT_VERSION),
             (control_word::PARK_ACK, 0),
             (control_word::CPU1_READY, READY),
-        ])
+        ]
+        .into_iter()
+        .map(|(index, value)| self.repair_word(index, value))
+        .sum()
     }
 
-    fn repair_words(&self, words: &[(usize, u32)]) -> u32 {
-        let mut repaired = 0;
-        for &(index, value) in words {
-            let word = self.control_word(index);
-            // Ordering: our own word; Relaxed shows what a peer left.
-            if word.load(Ordering::Relaxed) != value {
-                // Ordering: as in `publish`.
-                word.store(value, Ordering::Release);
-                repaired += 1;
-            }
+    /// Make control word `index` read `value` again; 1 if it did not.
+    fn repair_word(&self, index: usize, value: u32) -> u32 {
+        let word = self.control_word(index);
+        // Ordering: our own word; Relaxed shows what a peer left.
+        if word.load(Ordering::Relaxed) == value {
+            return 0;
         }
-        repaired
+        // Ordering: as in `publish`.
+        word.store(value, Ordering::Release);
+        1
     }
 
     /// A copy of the control block, each word read once.
@@ -1054,7 +1079,7 @@ mod tests {
         let bytes: Vec<u8> = buffer.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let word =
             |offset: usize| u32::from_ne_bytes(bytes[offset..offset + 4].try_into().unwrap());
-        assert_eq!(word(0), MAGIC);
+        assert_eq!(word(0), synaptic_abi::MAGIC);
         assert_eq!(word(4 * control_word::CPU1_READY), READY);
         for (k, direction) in [Direction::Cpu0ToCpu1, Direction::Cpu1ToCpu0]
             .into_iter()

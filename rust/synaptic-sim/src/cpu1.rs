@@ -24,6 +24,7 @@ use synaptic_runtime::registry::ModelHandle;
 use synaptic_serve::client::ClientConfig;
 use synaptic_serve::host::MonotonicClock;
 use synaptic_serve::loopback::{ring_ends, MutexClient};
+use synaptic_serve::park::ParkHold;
 use synaptic_serve::{Client, ClientError, ClientStats, SharedRegion, Wait};
 
 use crate::models::{expected_output, fill_input, SimModel};
@@ -318,6 +319,10 @@ impl<'r> RawCpu1<'_, 'r> {
     }
 }
 
+/// Reads of the park request a simulated CPU1 holds for at most (a few
+/// milliseconds of `yield`s).
+const HOLD_READS: u32 = 20_000;
+
 /// How long a CPU1 life retries its attach before the simulation fails.
 const ATTACH_PATIENCE: Duration = Duration::from_secs(2);
 
@@ -367,6 +372,9 @@ impl<'s> Sim<'s> {
                 swept: false,
             },
         );
+        // What the firmware's doorbell interrupt answers park requests
+        // with, made at the attach (a request already there is ignored).
+        let park = ParkHold::new(region.park_words(), HOLD_READS);
         let stop = AtomicBool::new(false);
         let fallback = u32::try_from(config.dispatch_fallback.as_millis())
             .unwrap_or(u32::MAX)
@@ -386,6 +394,10 @@ impl<'s> Sim<'s> {
                         while !stop.load(Ordering::SeqCst) {
                             if self.cpu1_bell.take(Timeout::Millis(fallback)) {
                                 wakes.fetch_add(1, Ordering::Relaxed);
+                                // CPU1's doorbell interrupt: the park hold first.
+                                if park.asked() {
+                                    park.hold(thread::yield_now);
+                                }
                             }
                             if stop.load(Ordering::SeqCst) {
                                 break;

@@ -1,12 +1,19 @@
 //! A buggy CPU1 that scribbles on a shared word, then reboots, finds the
 //! link serving again: for every shared word of the region (control block,
-//! both rings' indices, the service-time table, every exchange header) and
+//! every word of the ABI's own list included, so a word added to the ABI
+//! later is covered; both rings' indices, the service-time table, every
+//! exchange header) and
 //! several values, one CPU1 life serves an inference, writes the word and
 //! dies; the next life attaches (retrying while CPU0's maintenance restores
 //! the control block) and must get a correct inference within a bounded
 //! number of attempts. A scribbled index may cost the message in flight on
 //! its ring (a resynchronised consumer drops what it cannot trust), never
 //! the link.
+//!
+//! The simulated CPU1 answers park requests from its doorbell as the
+//! firmware's interrupt does ([`synaptic_serve::park::ParkHold`]), so a
+//! scribbled `park_request` that a rebooted CPU1 held for without end
+//! (ABI v4's first implementation) fails here.
 
 use synaptic_abi::Priority;
 use synaptic_ipc::Timeout;
@@ -24,6 +31,9 @@ fn every_shared_word_scribbled_by_a_rebooting_cpu1_is_healed() {
         let region = sim.region();
         let words: Vec<usize> = region.shared_words().collect();
         assert_eq!(words.len(), 16 + 4 + 32 + 16 * region.slot_count());
+        for word in synaptic_abi::CONTROL_WORDS {
+            assert!(words.contains(&word.offset), "{} is scribbled", word.name);
+        }
         let mut worst = 0;
         let mut seq = 0;
         for &offset in &words {

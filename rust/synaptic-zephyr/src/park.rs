@@ -13,22 +13,39 @@
 //! * The interrupt checks the request before it gives the dispatch thread
 //!   its wake-up: a doorbell that asked for a park and also announced
 //!   replies does both.
+//! * The hold is bounded (Kconfig `SYNAPTIC_PARK_HOLD_MS`, counted in
+//!   reads of the request word, at most one per core cycle), and a request
+//!   already there when CPU1 attached is ignored ([`ParkHold`]).
 #![cfg(CONFIG_SYNAPTIC_DOORBELL)]
 
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
 use static_cell::StaticCell;
-use synaptic_serve::park::ParkWords;
+use synaptic_serve::park::{ParkHold, ParkWords};
 
-/// CPU1's view of the handshake words, set once at attach.
-static CPU1_WORDS: StaticCell<ParkWords<'static>> = StaticCell::new();
-static CPU1_PARK: AtomicPtr<ParkWords<'static>> = AtomicPtr::new(null_mut());
+/// The hold's bound in reads of the request word: `SYNAPTIC_PARK_HOLD_MS`
+/// of core cycles, each read taking at least one.
+const HOLD_READS: u32 = {
+    let cycles = zephyr::kconfig::CONFIG_SYNAPTIC_PARK_HOLD_MS as u64
+        * zephyr::kconfig::CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC as u64
+        / 1000;
+    if cycles > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        cycles as u32
+    }
+};
+
+/// CPU1's side of the handshake, set once at attach.
+static CPU1_HOLD: StaticCell<ParkHold<'static>> = StaticCell::new();
+static CPU1_PARK: AtomicPtr<ParkHold<'static>> = AtomicPtr::new(null_mut());
 
 /// CPU1: answer park requests from now on (its attach, before the
-/// doorbell starts). A second call keeps the first words.
+/// doorbell starts); a request already there is ignored. A second call
+/// keeps the first words.
 pub(crate) fn serve_on_cpu1(words: ParkWords<'static>) {
-    if let Some(words) = CPU1_WORDS.try_init(words) {
+    if let Some(words) = CPU1_HOLD.try_init(ParkHold::new(words, HOLD_READS)) {
         // Ordering: Release, once per boot; the interrupt's Relaxed load
         // is enough on one core (see `on_cpu1_doorbell`).
         CPU1_PARK.store(words, Ordering::Release);
@@ -49,7 +66,7 @@ pub(crate) fn on_cpu1_doorbell() {
     let words = unsafe { &*words };
     if words.asked() {
         // A register branch into RAM (see the module's invariants).
-        let hold: fn(&ParkWords<'static>) = hold_in_ram;
+        let hold: fn(&ParkHold<'static>) = hold_in_ram;
         core::hint::black_box(hold)(words);
     }
 }
@@ -57,7 +74,7 @@ pub(crate) fn on_cpu1_doorbell() {
 /// Mask interrupts, acknowledge, spin until released, unmask. In RAM.
 #[link_section = ".ramfunc"]
 #[inline(never)]
-fn hold_in_ram(words: &ParkWords<'static>) {
+fn hold_in_ram(words: &ParkHold<'static>) {
     let primask: u32;
     // SAFETY: reads PRIMASK and sets it (masks every configurable
     // interrupt); restored below. `dsb; isb` finish what was fetched from
@@ -67,7 +84,8 @@ fn hold_in_ram(words: &ParkWords<'static>) {
         core::arch::asm!("mrs {0}, PRIMASK", "cpsid i", "dsb", "isb", out(reg) primask,
             options(nostack, preserves_flags));
     }
-    words.hold(relax);
+    // Abandoned or not, CPU1 runs on; CPU0 counts what it refused.
+    let _ = words.hold(relax);
     // SAFETY: restores the PRIMASK read above.
     unsafe {
         core::arch::asm!("msr PRIMASK, {0}", "isb", in(reg) primask,
@@ -86,12 +104,24 @@ fn relax() {
 /// CPU0's parker for the model store, when the store needs one.
 #[cfg(feature = "store")]
 pub(crate) mod cpu0 {
-    use synaptic_serve::park::{ParkError, ParkStats, Parker};
+    use synaptic_serve::park::{ParkError, ParkLimits, ParkRecord, ParkStats, Parker};
 
     use crate::clock::ZephyrClock;
     use crate::doorbell::PeerDoorbell;
 
-    const TIMEOUT_US: u64 = zephyr::kconfig::CONFIG_SYNAPTIC_STORE_PARK_TIMEOUT_MS as u64 * 1000;
+    /// The acknowledgement's timeout within CPU1's hold bound (a build
+    /// error when the timeout is more than half the bound).
+    const LIMITS: ParkLimits = match ParkLimits::new(
+        zephyr::kconfig::CONFIG_SYNAPTIC_STORE_PARK_TIMEOUT_MS as u64 * 1000,
+        zephyr::kconfig::CONFIG_SYNAPTIC_PARK_HOLD_MS as u64 * 1000,
+    ) {
+        Some(limits) => limits,
+        None => panic!("SYNAPTIC_STORE_PARK_TIMEOUT_MS is more than half of SYNAPTIC_PARK_HOLD_MS"),
+    };
+
+    /// The request CPU0 stands by, which its maintenance republishes
+    /// (`crate::service`'s intake).
+    pub(crate) static RECORD: ParkRecord = ParkRecord::new();
 
     /// The store's parker over the devicetree's shared region.
     #[derive(Debug)]
@@ -103,6 +133,7 @@ pub(crate) mod cpu0 {
             let region = crate::service::region_from_devicetree().ok()?;
             Some(StoreParker(Parker::new(
                 region.park_words(),
+                &RECORD,
                 PeerDoorbell::for_parks(),
             )))
         }
@@ -117,7 +148,7 @@ pub(crate) mod cpu0 {
             }
             let _locked = SchedLock::new();
             self.0
-                .with_cpu1_parked(&ZephyrClock, TIMEOUT_US, super::relax, op)
+                .with_cpu1_parked(&ZephyrClock, LIMITS, super::relax, op)
         }
 
         pub(crate) fn stats(&self) -> ParkStats {

@@ -395,6 +395,15 @@ fn drain_front() -> usize {
 /// control block, the tail of ring CPU1→CPU0, the head of ring CPU0→CPU1
 /// (the serving thread does the service-time table). Returns the words
 /// rewritten.
+/// The intake; with a store that parks CPU1, its maintenance also
+/// republishes the park request CPU0 stands by.
+fn front_intake(region: &Region, consumer: Consumer<'static, N>) -> Intake<'static, N> {
+    let intake = Intake::new(region, consumer);
+    #[cfg(all(feature = "store", CONFIG_SYNAPTIC_DOORBELL))]
+    let intake = intake.with_park_record(&crate::park::cpu0::RECORD);
+    intake
+}
+
 fn maintain_front() -> u32 {
     use synaptic_serve::LocalLock;
     match FRONT.lock().as_mut() {
@@ -470,7 +479,7 @@ pub fn start(
     {
         use synaptic_serve::LocalLock;
         *FRONT.lock() = Some(Front {
-            intake: Intake::new(&region, consumer),
+            intake: front_intake(&region, consumer),
             replies,
         });
     }

@@ -505,6 +505,7 @@ pub mod ota {
         refused: u32,
         longest_ack_us: u32,
         longest_hold_us: u32,
+        overruns: u32,
     }
 
     /// `syn_store_park_stats`.
@@ -529,6 +530,7 @@ pub mod ota {
             refused: s.refused,
             longest_ack_us: s.longest_ack_us,
             longest_hold_us: s.longest_hold_us,
+            overruns: s.overruns,
         };
         // SAFETY: non-null and valid for the write (this function's
         // contract).

@@ -382,14 +382,15 @@ fn parked_writes() -> bool {
         return rc == 0 && found;
     };
     printkln!(
-        "service test: store writes parked CPU1 {} times, {} refused; longest wait for its acknowledgement {} us, longest hold {} us (emulated)",
+        "service test: store writes parked CPU1 {} times, {} refused; longest wait for its acknowledgement {} us, longest hold {} us (emulated), {} overruns",
         s.parks,
         s.refused,
         s.longest_ack_us,
-        s.longest_hold_us
+        s.longest_hold_us,
+        s.overruns
     );
     let (rc, found) = shell(c"syn store status", "store: writes park CPU1: ");
-    s.parks > 0 && s.refused == 0 && rc == 0 && found
+    s.parks > 0 && s.refused == 0 && s.overruns == 0 && rc == 0 && found
 }
 
 /// The model only the interpreter serves, updated from the store by CPU1
