@@ -285,12 +285,29 @@ fn capi(dir: &Path) {
     write(dir, "memory-npu-prof", &mem);
 }
 
-/// Inputs that fail `request_path`'s liveness check because CPU0 does not
-/// republish the words it owns after CPU1 corrupts them (open, being fixed
-/// elsewhere): each is a single write of one control-block word. (A bogus
-/// CPU0 ring index, by contrast, costs a resynchronisation and a lost
-/// message; the liveness check's retries absorb it.)
+/// Inputs that failed `request_path`'s liveness check: a CPU0 that did not
+/// republish the words it owns after CPU1 corrupted them (a single write of
+/// one control-block word each; ABI v5 added the park request, which a
+/// rebooted CPU1 held for without end); a version no serving device can run
+/// made active. (A bogus CPU0 ring index, by contrast, costs a
+/// resynchronisation and a lost message; the liveness check's retries
+/// absorb it.)
 fn regressions(dir: &Path) {
+    // A park request a previous life wrote: the next life's doorbell
+    // interrupt held for it (interrupts masked) until CPU0 released it,
+    // which it never would.
+    let mut park = Vec::new();
+    rp::write_control(&mut park, 14, 0x5eed);
+    park.push(rp::INTERRUPT);
+    write(dir, "regression-park-request", &park);
+    // A sound update, then one whose input is float32 for a model the NPU
+    // serves as int8, then a rollback to before the first.
+    let mut unrunnable = Vec::new();
+    rp::update(&mut unrunnable, 0, 1, 0, 0);
+    rp::update(&mut unrunnable, 1, 2, 0, 0);
+    rp::update(&mut unrunnable, 3, 3, 0, 0);
+    unrunnable.push(rp::ROLLBACK);
+    write(dir, "regression-unrunnable-update", &unrunnable);
     // The control block's magic: refused for ever before CPU0 repaired it.
     let mut magic = Vec::new();
     rp::write(&mut magic, 0, &[0xFF; 4]);

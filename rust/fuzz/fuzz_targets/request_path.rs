@@ -6,7 +6,9 @@
 //! control block's words, ABI v4's park handshake included, by name), raw
 //! and plausible requests pushed as a hostile CPU1, CPU0 steps, reply
 //! pops, CPU1's doorbell interrupt with its park hold (as the firmware's;
-//! CPU0 steps while it spins).
+//! CPU0 steps while it spins), model updates streamed into CPU0's store
+//! (sound, damaged, cut short, or of a version no serving device can run),
+//! rollbacks and reboots.
 //! Then, with feature `liveness` (on by default), a well-behaved CPU1
 //! reboots and must get one correct inference within a bounded number of
 //! steps ([`cpu1_reboots_into_a_correct_inference`]).
@@ -18,11 +20,18 @@ use libfuzzer_sys::fuzz_target;
 use synaptic_abi::{Message, MSG_TYPE_INFER_REQ, MSG_TYPE_MODEL_LOAD, MSG_TYPE_STATUS_REQ};
 use synaptic_fuzz::request_path::*;
 use synaptic_fuzz::{Guarded, Input};
-use synaptic_serve::loopback::{Loopback, FACE, KWS, REGION_SIZE};
+use synaptic_serve::loopback::{Loopback, LoopbackOptions, FACE, KWS, REGION_SIZE};
 use synaptic_serve::protocol::{infer_payload_len, LOOKUP_PAYLOAD_LEN};
+use synaptic_serve::update::StoreUpdates;
+use synaptic_store::ota::Ota;
+use synaptic_store::{Layout, MemFlash, Store};
 
 /// Operations per input at most (keeps every run short).
 const MAX_OPS: usize = 256;
+
+/// Bytes of CPU0's model store (16 sectors of 4 KiB: two models, two
+/// versions each, and the registry).
+const STORE_FLASH: usize = 64 * 1024;
 
 thread_local! {
     static REGION: RefCell<Guarded> = RefCell::new(Guarded::new(REGION_SIZE));
@@ -31,7 +40,17 @@ thread_local! {
 fuzz_target!(|data: &[u8]| {
     REGION.with(|region| {
         let mut region = region.borrow_mut();
-        let mut cores = Loopback::new(region.bytes()).expect("loopback");
+        let mut flash_bytes = vec![0xFFu8; STORE_FLASH];
+        let flash = MemFlash::new(&mut flash_bytes, 4096, 4);
+        let layout = Layout::new(&flash, 2, 8192).expect("layout");
+        let (mut store, _) = Store::<_, 2>::open(flash, layout).expect("a blank store");
+        let mut ota = Ota::new();
+        let mut updates = StoreUpdates::new(&mut store, &mut ota);
+        let options = LoopbackOptions {
+            updates: Some(&mut updates),
+            ..LoopbackOptions::default()
+        };
+        let mut cores = Loopback::with_options(region.bytes(), options).expect("loopback");
         hostile_cpu1(&mut cores, Input::new(data));
         let held = cores.held_slots();
         assert!(held < 1 << cores.region().slot_count(), "held {held:#x}");
@@ -76,6 +95,19 @@ fn hostile_cpu1(cores: &mut Loopback<'_>, mut input: Input<'_>) {
             }
             INTERRUPT => {
                 cores.cpu1_interrupt();
+            }
+            UPDATE => {
+                let (kind, version) = (input.u8()?, input.u8()?);
+                let (damage, xor) = (input.u16()?, input.u8()?);
+                if let Some(bytes) = container(kind, version, damage, xor) {
+                    let _ = cores.update_model("kws", &bytes);
+                }
+            }
+            ROLLBACK => {
+                let _ = cores.rollback_model();
+            }
+            REBOOT => {
+                let _ = cores.reboot_cpu1();
             }
             _ => unreachable!("tag modulo TAGS"),
         }
@@ -152,8 +184,10 @@ fn push_request(cores: &mut Loopback<'_>, args: &[u8]) {
 }
 
 /// CPU1 reboots with the entry point and, as a well-behaved client, must
-/// get one correct inference (the stub NPU's output) within a bounded
-/// number of steps; anything else is a finding.
+/// get one correct inference (the stub NPU's output for the version that
+/// serves it now) within a bounded number of steps; anything else is a
+/// finding: a hold that never ends hangs here, and a version its device
+/// cannot run, had it been activated, fails every inference.
 ///
 /// # Panics
 ///

@@ -217,8 +217,54 @@ pub mod request_path {
     pub const WRITE_CONTROL: u8 = 7;
     /// CPU1's doorbell interrupt (its park hold while CPU0 asks).
     pub const INTERRUPT: u8 = 8;
+    /// A `MODEL_UPDATE` of `kws` by CPU1's client, streamed and activated:
+    /// kind `u8` (modulo 4: 0 a sound int8 container, 1 float32 input, 2
+    /// an input no slot holds, 3 a tensor type the runtime has none for),
+    /// version `u8` (bit 7: the container cut short), damage `u16` (the
+    /// byte it names, modulo the length, is XORed with the next), xor `u8`.
+    pub const UPDATE: u8 = 9;
+    /// CPU1's client asks for a rollback.
+    pub const ROLLBACK: u8 = 10;
+    /// CPU1 reboots (attach and a new client).
+    pub const REBOOT: u8 = 11;
     /// Tags there are (a tag byte is taken modulo this).
-    pub const TAGS: u8 = 9;
+    pub const TAGS: u8 = 12;
+
+    /// [`UPDATE`].
+    pub fn update(out: &mut Vec<u8>, kind: u8, version: u8, damage: u16, xor: u8) {
+        out.extend_from_slice(&[UPDATE, kind, version]);
+        out.extend_from_slice(&damage.to_le_bytes());
+        out.push(xor);
+    }
+
+    /// A container of `kws` as [`UPDATE`] builds it (`None`: the header
+    /// refuses the shape).
+    pub fn container(kind: u8, version: u8, damage: u16, xor: u8) -> Option<Vec<u8>> {
+        use synaptic_store::{Header, TensorShape};
+        let int8 = TensorShape::int8(&[49, 10]);
+        let input = match kind % 4 {
+            0 => int8,
+            1 => TensorShape { dtype: 0, ..int8 },
+            2 => TensorShape::int8(&[200, 200]),
+            _ => TensorShape { dtype: 2, ..int8 },
+        };
+        let payload: Vec<u8> = (0..200u32)
+            .map(|i| (i * 7 + u32::from(version)) as u8)
+            .collect();
+        let version32 = u32::from(version & 0x7f) + 2;
+        let header =
+            Header::new("kws", version32, &payload, input, TensorShape::int8(&[12])).ok()?;
+        let mut bytes = [header.encode().as_slice(), &payload].concat();
+        if xor != 0 {
+            let at = usize::from(damage) % bytes.len();
+            bytes[at] ^= xor;
+        }
+        if version & 0x80 != 0 {
+            let cut = usize::from(damage % 64) + 1;
+            bytes.truncate(bytes.len().saturating_sub(cut).max(1));
+        }
+        Some(bytes)
+    }
 
     /// [`WRITE_CONTROL`] of `value` into word `word`.
     pub fn write_control(out: &mut Vec<u8>, word: u8, value: u32) {

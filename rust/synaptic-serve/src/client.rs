@@ -878,7 +878,24 @@ where
         container: &[u8],
         timeout: Timeout,
     ) -> Result<u32, ClientError> {
-        self.update_model_with(name, container.len(), timeout, |offset, chunk| {
+        self.update_model_waiting(name, container, Wait::Interrupt, timeout)
+    }
+
+    /// As [`update_model`](Self::update_model), each step's reply awaited
+    /// as `wait` says ([`Wait::Poll`]: for a CPU1 that polls; `Auto` sleeps,
+    /// as there is no estimate for a flash write).
+    ///
+    /// # Errors
+    ///
+    /// As [`update_model`](Self::update_model).
+    pub fn update_model_waiting(
+        &self,
+        name: &str,
+        container: &[u8],
+        wait: Wait,
+        timeout: Timeout,
+    ) -> Result<u32, ClientError> {
+        self.stream_update(name, container.len(), wait, timeout, |offset, chunk| {
             chunk.copy_from_slice(&container[offset..offset + chunk.len()]);
         })
     }
@@ -896,8 +913,20 @@ where
         name: &str,
         total: usize,
         timeout: Timeout,
+        fill: impl FnMut(usize, &mut [u8]),
+    ) -> Result<u32, ClientError> {
+        self.stream_update(name, total, Wait::Interrupt, timeout, fill)
+    }
+
+    fn stream_update(
+        &self,
+        name: &str,
+        total: usize,
+        wait: Wait,
+        timeout: Timeout,
         mut fill: impl FnMut(usize, &mut [u8]),
     ) -> Result<u32, ClientError> {
+        let polled = matches!(wait, Wait::Poll);
         let mut field = [0u8; MODEL_NAME_SIZE];
         name_field(name, &mut field)?;
         let total32 = u32::try_from(total).map_err(|_| ClientError::InvalidArgument)?;
@@ -909,7 +938,15 @@ where
         // CPU0 answers -EBUSY while a previous swap's old version still
         // runs from it.
         self.while_busy(&mut due, |due| {
-            self.update_step(due, Some(&field), UPDATE_OP_BEGIN, total32, 0, |_| {})
+            self.update_step(
+                due,
+                polled,
+                Some(&field),
+                UPDATE_OP_BEGIN,
+                total32,
+                0,
+                |_| {},
+            )
         })?;
         let largest = (0..self.region.slot_count())
             .filter_map(|k| self.region.slots().input_capacity(k))
@@ -918,14 +955,20 @@ where
         let mut offset = 0;
         while offset < total {
             let n = (total - offset).min(largest);
-            self.update_step(&mut due, None, UPDATE_OP_DATA, offset as u32, n, |chunk| {
-                fill(offset, chunk)
-            })?;
+            self.update_step(
+                &mut due,
+                polled,
+                None,
+                UPDATE_OP_DATA,
+                offset as u32,
+                n,
+                |chunk| fill(offset, chunk),
+            )?;
             offset += n;
         }
-        self.update_step(&mut due, None, UPDATE_OP_FINISH, 0, 0, |_| {})?;
+        self.update_step(&mut due, polled, None, UPDATE_OP_FINISH, 0, 0, |_| {})?;
         self.while_busy(&mut due, |due| {
-            self.update_step(due, None, UPDATE_OP_ACTIVATE, 0, 0, |_| {})
+            self.update_step(due, polled, None, UPDATE_OP_ACTIVATE, 0, 0, |_| {})
         })
     }
 
@@ -937,8 +980,19 @@ where
     /// As [`update_model`](Self::update_model); `-ENOENT` when there is
     /// nothing to roll back.
     pub fn rollback_model(&self, timeout: Timeout) -> Result<u32, ClientError> {
+        self.rollback_model_waiting(Wait::Interrupt, timeout)
+    }
+
+    /// As [`rollback_model`](Self::rollback_model), the reply awaited as
+    /// `wait` says (see [`update_model_waiting`](Self::update_model_waiting)).
+    ///
+    /// # Errors
+    ///
+    /// As [`rollback_model`](Self::rollback_model).
+    pub fn rollback_model_waiting(&self, wait: Wait, timeout: Timeout) -> Result<u32, ClientError> {
+        let polled = matches!(wait, Wait::Poll);
         self.while_busy(&mut Due::After(timeout), |due| {
-            self.update_step(due, None, UPDATE_OP_ROLLBACK, 0, 0, |_| {})
+            self.update_step(due, polled, None, UPDATE_OP_ROLLBACK, 0, 0, |_| {})
         })
     }
 
@@ -971,9 +1025,11 @@ where
     /// One `MODEL_UPDATE` step in a slot whose first `len` input bytes
     /// `fill` writes (the name in its header when given); the reply's
     /// status.
+    #[allow(clippy::too_many_arguments)]
     fn update_step(
         &self,
         due: &mut Due,
+        polled: bool,
         name: Option<&[u8; MODEL_NAME_SIZE]>,
         op: u32,
         arg: u32,
@@ -998,7 +1054,7 @@ where
             MessageType::ModelUpdate,
             Priority::Normal,
             payload_len,
-            false,
+            polled,
             now,
             deadline,
         )?;

@@ -108,6 +108,7 @@ use crate::intake::{Intake, ReplyPort, SlotLedger};
 use crate::park::ParkHold;
 use crate::region::{RegionError, SharedRegion};
 use crate::server::{Runtime, ServeError, ServeStats, Server};
+use crate::update::ModelUpdates;
 use crate::{Client, Session, Wait};
 
 /// Ring entries of the loopback region (the Kconfig default).
@@ -123,6 +124,8 @@ pub const CPU1_TICK_US: u64 = 50;
 /// Simulated timeout of a [`Loopback::infer`]: at
 /// most `1000 * CALL_TIMEOUT_MS / CPU1_TICK_US` CPU0 steps while it waits.
 pub const CALL_TIMEOUT_MS: u32 = 5;
+/// Simulated timeout of a whole [`Loopback::update_model`].
+pub const UPDATE_TIMEOUT_MS: u32 = 2;
 /// Steps [`Loopback::infer`] spends at most waiting for a free slot (a
 /// rebooted CPU1 presumes every slot held until CPU0's status says not).
 pub const RESERVE_STEPS: u32 = 16;
@@ -554,14 +557,17 @@ struct Cpu0<'r> {
     service: Service<SimTime>,
     scheduler: Scheduler<'r, JOBS>,
     time: SimTime,
+    updates: Option<&'r mut (dyn ModelUpdates + 'r)>,
 }
 
 impl<'r> Cpu0<'r> {
     fn parts(&mut self) -> Cpu0Parts<'_, 'r> {
+        let mut rt = self.service.runtime(&mut self.scheduler, &self.time);
+        rt.updates = self.updates.as_deref_mut();
         Cpu0Parts {
             server: &mut self.server,
             intake: &mut self.intake,
-            rt: self.service.runtime(&mut self.scheduler, &self.time),
+            rt,
             port: &self.port,
             ledger: &self.ledger,
             inbox: &self.inbox,
@@ -625,7 +631,7 @@ impl<'r> Cpu1<'r> {
 
 /// How [`Loopback::with_options`] builds CPU0 (the [`Default`] is what
 /// [`Loopback::new`] builds).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct LoopbackOptions<'r> {
     /// Device time of each stub NPU invoke, in simulated microseconds
     /// (default 0: time moves only on CPU1's clock).
@@ -634,6 +640,19 @@ pub struct LoopbackOptions<'r> {
     /// after the model (a local job's). Default none: the serving pipelines
     /// have only the model step and write straight into the slot.
     pub work: &'r mut [u8],
+    /// The model store CPU1's `MODEL_UPDATE` writes (default none: refused
+    /// with `-ENOTSUP`).
+    pub updates: Option<&'r mut (dyn ModelUpdates + 'r)>,
+}
+
+impl core::fmt::Debug for LoopbackOptions<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LoopbackOptions")
+            .field("npu_latency_us", &self.npu_latency_us)
+            .field("work", &self.work.len())
+            .field("updates", &self.updates.is_some())
+            .finish()
+    }
 }
 
 /// CPU0's service and CPU1's client over one buffer, stepped by hand. See
@@ -691,6 +710,7 @@ impl<'r> Loopback<'r> {
             service,
             scheduler: Scheduler::new(options.work),
             time: time.clone(),
+            updates: options.updates,
         };
         let mut cores = Loopback {
             region,
@@ -738,8 +758,17 @@ impl<'r> Loopback<'r> {
         } else {
             KWS.output
         };
+        // The stub's output depends on the version's handle: the one that
+        // serves `model` now (a hot swap gives it a new one).
+        let serving = self
+            .cpu0
+            .cpu0
+            .borrow()
+            .server
+            .serving(model)
+            .unwrap_or(model);
         let mut out = vec![0u8; len];
-        stub_output(SEED, model.raw(), input, &mut out);
+        stub_output(SEED, serving.raw(), input, &mut out);
         out
     }
 
@@ -999,6 +1028,40 @@ impl<'r> Loopback<'r> {
         });
         Ok(result?)
     }
+
+    /// CPU1's client streams `container` into CPU0's store as an update of
+    /// `name` and activates it (`Client::update_model`), CPU0 stepping on
+    /// CPU1's clock; the version active after it.
+    ///
+    /// # Errors
+    ///
+    /// [`LoopbackError::Detached`] without a client;
+    /// [`LoopbackError::Client`] with the client's error (CPU0's refusal).
+    pub fn update_model(&mut self, name: &str, container: &[u8]) -> Result<u32, LoopbackError> {
+        let Cpu1::Client(client) = &self.cpu1 else {
+            return Err(LoopbackError::Detached);
+        };
+        let timeout = Timeout::Millis(UPDATE_TIMEOUT_MS);
+        Ok(on_cpu1_clock(&self.cpu0, || {
+            client.update_model_waiting(name, container, Wait::Poll, timeout)
+        })?)
+    }
+
+    /// CPU1's client asks CPU0 to roll the last activated model back
+    /// (`Client::rollback_model`); the version active after it.
+    ///
+    /// # Errors
+    ///
+    /// As [`update_model`](Self::update_model).
+    pub fn rollback_model(&mut self) -> Result<u32, LoopbackError> {
+        let Cpu1::Client(client) = &self.cpu1 else {
+            return Err(LoopbackError::Detached);
+        };
+        let timeout = Timeout::Millis(UPDATE_TIMEOUT_MS);
+        Ok(on_cpu1_clock(&self.cpu0, || {
+            client.rollback_model_waiting(Wait::Poll, timeout)
+        })?)
+    }
 }
 
 /// A session on the smallest free slot holding `input_len` bytes, stepping
@@ -1088,6 +1151,60 @@ mod tests {
         let stats = cores.cpu0_stats();
         assert_eq!((stats.served, stats.errors), (2, 0));
         assert_eq!(cores.held_slots(), 0);
+    }
+
+    #[cfg(feature = "store")]
+    #[test]
+    fn updates_through_the_loopback_keep_serving_and_refuse_what_cannot_run() {
+        use synaptic_store::ota::Ota;
+        use synaptic_store::{Header, Layout, MemFlash, Store, TensorShape};
+
+        use synaptic_abi::Errno;
+
+        use crate::update::StoreUpdates;
+
+        let container = |version: u32, input: TensorShape| {
+            let payload = [version as u8; 300];
+            let header =
+                Header::new("kws", version, &payload, input, TensorShape::int8(&[12])).unwrap();
+            [header.encode().as_slice(), &payload].concat()
+        };
+        let mut flash_bytes = vec![0xFFu8; 64 * 1024];
+        let flash = MemFlash::new(&mut flash_bytes, 4096, 4);
+        let layout = Layout::new(&flash, 2, 8192).unwrap();
+        let (mut store, _) = Store::<_, 2>::open(flash, layout).unwrap();
+        let mut ota = Ota::new();
+        let mut updates = StoreUpdates::new(&mut store, &mut ota);
+        let mut buffer = RegionBuffer::new();
+        let options = LoopbackOptions {
+            updates: Some(&mut updates),
+            ..LoopbackOptions::default()
+        };
+        let mut cores = Loopback::with_options(buffer.bytes(), options).expect("loopback");
+        let kws = cores.kws();
+        let check = |cores: &mut Loopback<'_>, seq: u8| {
+            let mut out = [0u8; 12];
+            assert_eq!(cores.infer(kws, &kws_input(seq), &mut out), Ok(12));
+            assert_eq!(out.to_vec(), cores.expected_output(kws, &kws_input(seq)));
+        };
+        let int8 = TensorShape::int8(&[49, 10]);
+        assert_eq!(cores.update_model("kws", &container(2, int8)), Ok(2));
+        check(&mut cores, 1);
+        // float32 input for a model the NPU serves as int8: refused, kept.
+        let float32 = TensorShape { dtype: 0, ..int8 };
+        assert_eq!(
+            cores.update_model("kws", &container(3, float32)),
+            Err(LoopbackError::Client(ClientError::Remote(Errno::NoExec)))
+        );
+        check(&mut cores, 2);
+        let mut damaged = container(4, int8);
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        assert_eq!(
+            cores.update_model("kws", &damaged),
+            Err(LoopbackError::Client(ClientError::Remote(Errno::BadMsg)))
+        );
+        check(&mut cores, 3);
     }
 
     fn kws_input(seq: u8) -> Vec<u8> {

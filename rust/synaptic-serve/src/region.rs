@@ -93,6 +93,48 @@ mod control_word {
     pub const PARK_ACK: usize = 15;
 }
 
+/// Every [`Owner::Cpu0`] word of the ABI's [`CONTROL_OWNERS`] list but the
+/// park request (CPU0's [`ParkRecord`] holds it), the magic and
+/// `cpu0_ready` last: a core trusts the block once it sees them. Worked
+/// out at build time, so a CPU0-owned word added to the ABI is published
+/// and repaired without a change here.
+const CPU0_WORDS: [usize; cpu0_word_count()] = cpu0_words_in_order();
+
+const fn is_cpu0_republished(i: usize) -> bool {
+    matches!(CONTROL_OWNERS[i].owner, Owner::Cpu0) && i != control_word::PARK_REQUEST
+}
+
+const fn cpu0_word_count() -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < CONTROL_WORDS {
+        if is_cpu0_republished(i) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+const fn cpu0_words_in_order() -> [usize; cpu0_word_count()] {
+    let mut out = [0; cpu0_word_count()];
+    let mut n = 0;
+    // Two passes: every other word, then the magic and `cpu0_ready`.
+    let mut pass = 0;
+    while pass < 2 {
+        let mut i = 0;
+        while i < CONTROL_WORDS {
+            let last = i == control_word::MAGIC || i == control_word::CPU0_READY;
+            if is_cpu0_republished(i) && last == (pass == 1) {
+                out[n] = i;
+                n += 1;
+            }
+            i += 1;
+        }
+        pass += 1;
+    }
+    out
+}
+
 /// Word indices in the exchange header (ABI v1, see `synaptic_abi::exchange`).
 mod header_word {
     pub const MODEL: usize = 0;
@@ -390,23 +432,15 @@ impl<'r, const N: usize> SharedRegion<'r, N> {
     }
 
     /// The control-block words CPU0 owns with their published values
-    /// (every [`Owner::Cpu0`] word of the ABI's [`CONTROL_WORDS`] but the
-    /// park request, which CPU0's [`ParkRecord`] holds), the magic and
-    /// `cpu0_ready` last: a core trusts the block once it sees them.
-    /// Computed from this view's geometry: CPU0's authoritative copy.
+    /// ([`CPU0_WORDS`]), the magic and `cpu0_ready` last. Computed from
+    /// this view's geometry: CPU0's authoritative copy.
     fn cpu0_words(&self) -> impl Iterator<Item = (usize, u32)> {
         let published = ControlBlock {
             cpu0_ready: READY,
             ..ControlBlock::published::<N>(self.size as u32, self.slots)
         }
         .to_words();
-        let last = |i: &usize| *i == control_word::MAGIC || *i == control_word::CPU0_READY;
-        let cpu0 = (0..CONTROL_WORDS)
-            .filter(|&i| CONTROL_OWNERS[i].owner == Owner::Cpu0 && i != control_word::PARK_REQUEST);
-        cpu0.clone()
-            .filter(move |i| !last(i))
-            .chain(cpu0.filter(last))
-            .map(move |i| (i, published[i]))
+        CPU0_WORDS.into_iter().map(move |i| (i, published[i]))
     }
 
     /// Make every control-block word CPU0 owns true again (CPU0's periodic

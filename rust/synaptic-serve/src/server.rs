@@ -743,6 +743,13 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
         self.retiring
     }
 
+    /// The registry's handle of the version that serves the exported
+    /// `model` now (the handle itself until a hot swap); `None` when
+    /// `model` is not exported.
+    pub fn serving(&self, model: ModelHandle) -> Option<ModelHandle> {
+        self.export_index(model).map(|i| self.exports[i].serving)
+    }
+
     fn export_index(&self, model: ModelHandle) -> Option<usize> {
         self.exports.iter().position(|e| e.model == model)
     }

@@ -80,6 +80,7 @@ fn run_on(
     let options = LoopbackOptions {
         npu_latency_us: NPU_US,
         work: &mut work,
+        ..LoopbackOptions::default()
     };
     let mut cores = Loopback::with_options(buffer.bytes(), options).expect("loopback");
     let (region, kws, face) = (cores.region(), cores.kws(), cores.face());
