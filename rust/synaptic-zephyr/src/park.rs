@@ -14,7 +14,8 @@
 //!   its wake-up: a doorbell that asked for a park and also announced
 //!   replies does both.
 //! * The hold is bounded (Kconfig `SYNAPTIC_PARK_HOLD_MS`, counted in
-//!   reads of the request word, at most one per core cycle), and a request
+//!   reads of the request word, at most one per [`READ_CYCLES`] core
+//!   cycles), and a request
 //!   already there when CPU1 attached is ignored ([`ParkHold`]).
 #![cfg(CONFIG_SYNAPTIC_DOORBELL)]
 
@@ -24,12 +25,19 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use static_cell::StaticCell;
 use synaptic_serve::park::{ParkHold, ParkWords};
 
+/// Core cycles one pass of the hold's loop takes at least: it loads the
+/// request and the ignored generation, compares both, counts, compares
+/// the count, yields and branches, eight instructions of at least a cycle
+/// each (16 as compiled for thumbv8m.main).
+const READ_CYCLES: u64 = 8;
+
 /// The hold's bound in reads of the request word: `SYNAPTIC_PARK_HOLD_MS`
-/// of core cycles, each read taking at least one.
+/// of core cycles, [`READ_CYCLES`] a read at least.
 const HOLD_READS: u32 = {
     let cycles = zephyr::kconfig::CONFIG_SYNAPTIC_PARK_HOLD_MS as u64
         * zephyr::kconfig::CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC as u64
-        / 1000;
+        / 1000
+        / READ_CYCLES;
     if cycles > u32::MAX as u64 {
         u32::MAX
     } else {
