@@ -201,14 +201,21 @@ fn cpu1_reboots_into_a_correct_inference(cores: &mut Loopback<'_>) {
     }
     let kws = cores.kws();
     let input: Vec<u8> = (0..KWS.input_len()).map(|i| (i % 251) as u8).collect();
-    let expected = cores.expected_output(kws, &input);
     let mut last = None;
     for _ in 0..ATTEMPTS {
         let mut output = [0u8; 12];
+        // An activation CPU0 still had queued may swap the version during
+        // the call: the output is that of the version serving before it or
+        // after it.
+        let before = cores.expected_output(kws, &input);
         match cores.infer(kws, &input, &mut output) {
             Ok(len) => {
                 assert_eq!(len, KWS.output, "liveness: wrong output length");
-                assert_eq!(output.to_vec(), expected, "liveness: wrong output");
+                let after = cores.expected_output(kws, &input);
+                assert!(
+                    output.to_vec() == before || output.to_vec() == after,
+                    "liveness: wrong output {output:?}, expected {before:?} or {after:?}"
+                );
                 return;
             }
             Err(e) => last = Some(e),
