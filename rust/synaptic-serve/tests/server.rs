@@ -2195,6 +2195,10 @@ mod update {
     /// lacks is said first); the served version keeps serving, the store
     /// keeps its active version.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "reads models/ and runs the interpreter: cargo test covers it"
+    )]
     fn a_version_whose_operator_the_cpu_interpreter_lacks_is_refused_by_every_path() {
         with_cpu_model(|h, speech| {
             let before = h.infer_speech(speech, 1);
@@ -2244,6 +2248,10 @@ mod update {
     /// ran): refused by CPU1's rollback and by the shell's, version 2
     /// keeps serving and stays active.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "reads models/ and runs the interpreter: cargo test covers it"
+    )]
     fn a_rollback_to_a_network_the_cpu_interpreter_cannot_run_is_refused_by_every_path() {
         with_cpu_model(|h, speech| {
             h.make_room();
