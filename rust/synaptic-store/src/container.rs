@@ -1,11 +1,11 @@
 //! The container a model is stored in: a 96-byte header (name, version,
-//! payload length and CRC, input and output shapes) and the `.tflite`
-//! payload.
+//! payload length and CRC, input and output shapes), in format 2 a
+//! signature block ([`crate::signature`]), and the `.tflite` payload.
 //!
 //! ```text
 //! offset  size  field
 //!      0     4  magic "SYNM"
-//!      4     2  format (1)
+//!      4     2  format (1: unsigned; 2: signed, the signature block follows)
 //!      6     2  header length (96)
 //!      8    32  name, UTF-8, NUL-padded (1..=31 bytes)
 //!     40     4  model version
@@ -19,6 +19,7 @@
 //! ```
 //! All words little-endian.
 
+use crate::signature::SIGNATURE_LEN;
 use crate::{crc32, StoreError};
 
 /// Bytes of the header.
@@ -26,7 +27,10 @@ pub const HEADER_LEN: usize = 96;
 /// Longest name in bytes (one NUL at least).
 pub const NAME_MAX: usize = 31;
 const MAGIC: [u8; 4] = *b"SYNM";
-const FORMAT: u16 = 1;
+/// Format of an unsigned container.
+const FORMAT_UNSIGNED: u16 = 1;
+/// Format of a signed one (a [`SignatureBlock`](crate::signature::SignatureBlock) after the header).
+const FORMAT_SIGNED: u16 = 2;
 
 /// A tensor's type code and shape, as the container records them (the
 /// type codes are `.tflite`'s `TensorType`).
@@ -68,6 +72,8 @@ pub struct Header {
     pub input: TensorShape,
     /// The model's output.
     pub output: TensorShape,
+    /// Format 2: a signature block follows the header.
+    pub signed: bool,
 }
 
 impl Header {
@@ -90,6 +96,7 @@ impl Header {
             payload_crc: crc32(payload),
             input,
             output,
+            signed: false,
         })
     }
 
@@ -98,16 +105,27 @@ impl Header {
         name_str(&self.name)
     }
 
-    /// Header and payload bytes.
+    /// Bytes before the payload: the header, and the signature block of a
+    /// signed container.
+    pub fn preamble_len(&self) -> usize {
+        HEADER_LEN + if self.signed { SIGNATURE_LEN } else { 0 }
+    }
+
+    /// Bytes of the whole container.
     pub fn total_len(&self) -> usize {
-        HEADER_LEN + self.payload_len as usize
+        self.preamble_len() + self.payload_len as usize
     }
 
     /// The header's bytes.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..4].copy_from_slice(&MAGIC);
-        b[4..6].copy_from_slice(&FORMAT.to_le_bytes());
+        let format = if self.signed {
+            FORMAT_SIGNED
+        } else {
+            FORMAT_UNSIGNED
+        };
+        b[4..6].copy_from_slice(&format.to_le_bytes());
         b[6..8].copy_from_slice(&(HEADER_LEN as u16).to_le_bytes());
         b[8..40].copy_from_slice(&self.name);
         put(&mut b, 40, self.version);
@@ -138,8 +156,9 @@ impl Header {
             .get(..HEADER_LEN)
             .and_then(|b| b.try_into().ok())
             .ok_or(StoreError::BadContainer)?;
+        let format = u16::from_le_bytes([b[4], b[5]]);
         let ok = b[0..4] == MAGIC
-            && u16::from_le_bytes([b[4], b[5]]) == FORMAT
+            && (format == FORMAT_UNSIGNED || format == FORMAT_SIGNED)
             && usize::from(u16::from_le_bytes([b[6], b[7]])) == HEADER_LEN
             && get(b, 92) == crc32(&b[..92]);
         if !ok {
@@ -167,8 +186,51 @@ impl Header {
             payload_crc: get(b, 48),
             input: shape(b[52], b[53], 56)?,
             output: shape(b[54], b[55], 72)?,
+            signed: format == FORMAT_SIGNED,
         })
     }
+}
+
+/// Check a whole container held in memory as the store checks one in
+/// flash at the end of an update: header, length, payload CRC, what
+/// `trust` admits, the version against `security` (the model's
+/// anti-rollback counter), digest and signature. For hosts (the packing
+/// tool's `verify`) and for fuzzing the parser and the verifier.
+///
+/// # Errors
+///
+/// [`StoreError::BadContainer`], [`StoreError::Length`],
+/// [`StoreError::CrcMismatch`], [`StoreError::Unsigned`],
+/// [`StoreError::UntrustedKey`], [`StoreError::Downgrade`],
+/// [`StoreError::BadSignature`].
+pub fn check(
+    bytes: &[u8],
+    trust: &crate::signature::Trust<'_>,
+    security: u32,
+) -> Result<Header, StoreError> {
+    use crate::signature::{Hasher, SignatureBlock};
+    let header = Header::decode(bytes)?;
+    if bytes.len() != header.total_len() {
+        return Err(StoreError::Length);
+    }
+    let payload = &bytes[header.preamble_len()..];
+    if crc32(payload) != header.payload_crc {
+        return Err(StoreError::CrcMismatch);
+    }
+    let block = if header.signed {
+        Some(SignatureBlock::decode(&bytes[HEADER_LEN..])?)
+    } else {
+        None
+    };
+    trust.admit(block.as_ref())?;
+    if header.version < security {
+        return Err(StoreError::Downgrade);
+    }
+    let mut hasher = Hasher::new();
+    hasher.update(&bytes[..HEADER_LEN]);
+    hasher.update(payload);
+    trust.verify(block.as_ref(), &hasher.finish())?;
+    Ok(header)
 }
 
 fn put(b: &mut [u8], at: usize, v: u32) {
@@ -231,6 +293,9 @@ mod tests {
         assert_eq!(Header::decode(&bytes), Ok(h));
         assert_eq!(h.name(), "kws");
         assert_eq!(h.total_len(), HEADER_LEN + 5);
+        let signed = Header { signed: true, ..h };
+        assert_eq!(Header::decode(&signed.encode()), Ok(signed));
+        assert_eq!(signed.total_len(), HEADER_LEN + SIGNATURE_LEN + 5);
         for i in 0..HEADER_LEN {
             for bit in [0x01u8, 0x80] {
                 let mut b = bytes;

@@ -5,7 +5,13 @@
 //! * **Layout** ([`Layout`]): registry copies in the partition's first two
 //!   sectors, then two slots per model, each a whole number of sectors.
 //! * **Containers** ([`container`]): a 96-byte header (name, version,
-//!   payload length and CRC32, input/output shapes) before the `.tflite`.
+//!   payload length and CRC32, input/output shapes) before the `.tflite`;
+//!   signed ones (format 2) carry a signature block between the two
+//!   ([`signature`]: Ed25519 or ECDSA P-256 over the SHA-256 of header and
+//!   payload, checked from flash under the keys of a [`signature::Trust`]).
+//! * **Anti-rollback** ([`Store::confirm`]): a security counter per model,
+//!   committed with the registry, below which no version installs,
+//!   activates or is rolled back to.
 //! * **Updates** ([`Store::begin`], [`Store::write_chunk`],
 //!   [`Store::finish`], [`Store::activate`], [`Store::rollback`]): an
 //!   update only ever writes the slot no record names as active or as the
@@ -31,6 +37,7 @@ pub mod container;
 mod flash;
 pub mod ota;
 mod registry;
+pub mod signature;
 mod store;
 pub mod sweep;
 
@@ -90,4 +97,20 @@ pub enum StoreError {
     /// be held off (on a dual-core part: CPU1 not attached, or it did not
     /// park in time); nothing was written or erased. Try again.
     PeerBusy,
+    /// The container's length differs from the one the update was begun
+    /// with (a container cut short, or with bytes added).
+    Length,
+    /// An unsigned container where the store requires signatures.
+    Unsigned,
+    /// A container signed by a key the store does not trust.
+    UntrustedKey,
+    /// The container's digest or signature does not match its bytes: the
+    /// header, the payload or the signature changed after signing.
+    BadSignature,
+    /// A version below the model's security counter (anti-rollback):
+    /// installing, activating or rolling back to it is refused.
+    Downgrade,
+    /// A key of the wrong length, or of an algorithm this build cannot
+    /// verify (or signatures required with no key).
+    BadKey,
 }

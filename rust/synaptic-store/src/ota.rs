@@ -1,11 +1,20 @@
 //! Over-the-air updates as a stream: the reference's `syn_model_ota.h`
 //! state machine (begin, sequential chunks, finish, activate, rollback)
-//! over a [`Store`]. The container header is checked as soon as its 96
-//! bytes have arrived (magic and CRC, the length announced at begin, the
-//! name), the payload's CRC at finish from flash.
+//! over a [`Store`]. The container's preamble (header and, signed, its
+//! signature block) is kept in RAM until it has arrived whole and checked
+//! ([`Store::check_preamble`]: magic and CRC, the length announced at
+//! begin, the name, the signer, the version against the security
+//! counter); only then does the store erase and write. So a container
+//! refused on any of those leaves the store as it was, byte for byte. The
+//! payload's CRC, the digest and the signature are checked at finish, from
+//! flash.
 
 use crate::container::{encode_name, name_str, Header, HEADER_LEN, NAME_MAX};
+use crate::signature::SIGNATURE_LEN;
 use crate::{Flash, Store, StoreError};
+
+/// Longest preamble: a signed container's header and signature block.
+const PREAMBLE_MAX: usize = HEADER_LEN + SIGNATURE_LEN;
 
 /// Where an update stands (the reference's `syn_ota_state_t`, in order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +55,15 @@ pub enum OtaError {
     Crc,
     /// No update was activated to roll back, or no previous version.
     NothingToRollBack,
+    /// An unsigned container where signatures are required.
+    Unsigned,
+    /// Signed by a key the device does not trust.
+    UntrustedKey,
+    /// The digest or signature does not match the bytes: the header, the
+    /// payload or the signature was changed after signing.
+    Signature,
+    /// A version below the model's security counter (anti-rollback).
+    Downgrade,
     /// The store failed otherwise (flash, registry full, ...).
     Store(StoreError),
 }
@@ -55,6 +73,11 @@ impl From<StoreError> for OtaError {
         match e {
             StoreError::TooLarge => OtaError::TooLarge,
             StoreError::BadContainer => OtaError::BadHeader,
+            StoreError::Length => OtaError::Size,
+            StoreError::Unsigned => OtaError::Unsigned,
+            StoreError::UntrustedKey => OtaError::UntrustedKey,
+            StoreError::BadSignature => OtaError::Signature,
+            StoreError::Downgrade => OtaError::Downgrade,
             StoreError::CrcMismatch => OtaError::Crc,
             StoreError::WrongName | StoreError::BadName => OtaError::Name,
             StoreError::Incomplete => OtaError::Incomplete,
@@ -71,7 +94,10 @@ pub struct Ota {
     name: [u8; NAME_MAX + 1],
     total: usize,
     written: usize,
-    header: [u8; HEADER_LEN],
+    /// The container's first bytes, until they are checked.
+    preamble: [u8; PREAMBLE_MAX],
+    /// The store's update has begun (the preamble passed its checks).
+    begun: bool,
     /// The model the last activation switched (what rollback acts on).
     activated: [u8; NAME_MAX + 1],
 }
@@ -90,7 +116,8 @@ impl Ota {
             name: [0; NAME_MAX + 1],
             total: 0,
             written: 0,
-            header: [0; HEADER_LEN],
+            preamble: [0; PREAMBLE_MAX],
+            begun: false,
             activated: [0; NAME_MAX + 1],
         }
     }
@@ -121,11 +148,13 @@ impl Ota {
     }
 
     /// Start a stream of `total` container bytes for model `name` (from
-    /// any state: an update in progress is abandoned).
+    /// any state: an update in progress is abandoned). The store is not
+    /// touched until the container's preamble has arrived and passed.
     ///
     /// # Errors
     ///
-    /// [`OtaError::Name`], [`OtaError::TooLarge`], store errors.
+    /// [`OtaError::Name`], [`OtaError::TooLarge`], [`OtaError::Size`]
+    /// (shorter than a header).
     pub fn begin<F: Flash, const M: usize>(
         &mut self,
         store: &mut Store<F, M>,
@@ -137,12 +166,13 @@ impl Ota {
             self.state = OtaState::Idle;
             return Err(OtaError::TooLarge);
         }
-        if let Err(e) = store.begin(name, total) {
-            return self.fail(e);
+        if total < HEADER_LEN {
+            return self.fail(OtaError::Size);
         }
         self.name = field;
         self.total = total;
         self.written = 0;
+        self.begun = false;
         self.state = OtaState::Downloading;
         Ok(())
     }
@@ -151,14 +181,15 @@ impl Ota {
     ///
     /// # Errors
     ///
-    /// [`OtaError::State`] unless downloading; [`OtaError::BadHeader`],
-    /// [`OtaError::Size`], [`OtaError::Name`] as soon as the header is in;
-    /// store errors. Every error but `State` ends the update
-    /// ([`OtaState::Error`]).
+    /// [`OtaError::State`] unless downloading; as soon as the preamble is
+    /// in, [`OtaError::BadHeader`], [`OtaError::Size`], [`OtaError::Name`],
+    /// [`OtaError::Unsigned`], [`OtaError::UntrustedKey`],
+    /// [`OtaError::Downgrade`] (the store untouched); store errors. Every
+    /// error but `State` ends the update ([`OtaState::Error`]).
     pub fn write_chunk<F: Flash, const M: usize>(
         &mut self,
         store: &mut Store<F, M>,
-        data: &[u8],
+        mut data: &[u8],
     ) -> Result<(), OtaError> {
         if self.state != OtaState::Downloading {
             return Err(OtaError::State);
@@ -166,22 +197,27 @@ impl Ota {
         if data.len() > self.total - self.written {
             return self.fail(OtaError::Size);
         }
-        // Keep the header's bytes to check it once complete.
-        if self.written < HEADER_LEN {
-            let n = (HEADER_LEN - self.written).min(data.len());
-            self.header[self.written..self.written + n].copy_from_slice(&data[..n]);
-            if self.written + n == HEADER_LEN {
-                let header = match Header::decode(&self.header) {
-                    Ok(h) => h,
-                    Err(_) => return self.fail(OtaError::BadHeader),
-                };
-                if header.total_len() != self.total {
-                    return self.fail(OtaError::Size);
-                }
-                if header.name() != name_str(&self.name) {
-                    return self.fail(OtaError::Name);
-                }
+        if !self.begun {
+            let n = (PREAMBLE_MAX - self.written).min(data.len());
+            self.preamble[self.written..self.written + n].copy_from_slice(&data[..n]);
+            self.written += n;
+            data = &data[n..];
+            let held = &self.preamble[..self.written];
+            match store.check_preamble(name_str(&self.name), self.total, held) {
+                Ok(None) => return Ok(()),
+                Ok(Some(_)) => {}
+                Err(e) => return self.fail(e),
             }
+            let begun = store
+                .begin(name_str(&self.name), self.total)
+                .and_then(|()| store.write_chunk(0, &self.preamble[..self.written]));
+            if let Err(e) = begun {
+                return self.fail(e);
+            }
+            self.begun = true;
+        }
+        if data.is_empty() {
+            return Ok(());
         }
         if let Err(e) = store.write_chunk(self.written, data) {
             return self.fail(e);
@@ -238,6 +274,26 @@ impl Ota {
             }
             Err(e) => self.fail(e),
         }
+    }
+
+    /// Confirm the last activated model's active version: its security
+    /// counter rises to that version ([`Store::confirm`]), and no older
+    /// version installs or is rolled back to again.
+    ///
+    /// # Errors
+    ///
+    /// [`OtaError::NothingToRollBack`] when nothing was activated; store
+    /// errors.
+    pub fn confirm<F: Flash, const M: usize>(
+        &mut self,
+        store: &mut Store<F, M>,
+    ) -> Result<u32, OtaError> {
+        if self.activated[0] == 0 {
+            return Err(OtaError::NothingToRollBack);
+        }
+        store
+            .confirm(name_str(&self.activated))
+            .map_err(OtaError::from)
     }
 
     /// Return the last activated model to its previous version.

@@ -7,20 +7,28 @@
 //! generation wins.
 //!
 //! ```text
-//! record: "SYNR", format u16 (1), entries u16, generation u32,
-//!         entries x 64 bytes, CRC32 of everything before it
+//! record: "SYNR", format u16 (2), entries u16, generation u32,
+//!         entries x 68 bytes, CRC32 of everything before it
 //! entry:  name [32] (all zero: unused), active u8, previous u8,
 //!         state [2] u8, version [2] u32, erases [2] u32, length [2] u32,
-//!         staged u8, reserved [3]
+//!         staged u8, reserved [3], security counter u32
 //! ```
+//!
+//! Format 1 (64-byte entries, no security counter) is still read, with
+//! every counter 0, so a store written before anti-rollback opens with
+//! its models; the next commit writes format 2.
 
 use crate::container::{valid_name, NAME_MAX};
 use crate::{crc32, StoreError};
 
 const MAGIC: [u8; 4] = *b"SYNR";
-const FORMAT: u16 = 1;
+const FORMAT: u16 = 2;
+/// Format 1: entries without the security counter.
+const FORMAT_1: u16 = 1;
 /// Bytes of one entry.
-pub(crate) const ENTRY_LEN: usize = 64;
+pub(crate) const ENTRY_LEN: usize = 68;
+/// Bytes of one format-1 entry.
+const ENTRY_LEN_1: usize = 64;
 /// Bytes before the entries.
 const HEAD_LEN: usize = 12;
 
@@ -74,6 +82,9 @@ pub(crate) struct Entry {
     /// The slot holding a verified version not yet activated (`NONE`:
     /// none): what [`activate`](crate::Store::activate) switches to.
     pub(crate) staged: u8,
+    /// The lowest version the store installs, activates or rolls back to
+    /// (anti-rollback): raised by [`confirm`](crate::Store::confirm).
+    pub(crate) security: u32,
 }
 
 impl Entry {
@@ -86,6 +97,7 @@ impl Entry {
         erases: [0; 2],
         len: [0; 2],
         staged: NONE,
+        security: 0,
     };
 
     pub(crate) fn is_used(&self) -> bool {
@@ -133,20 +145,26 @@ impl<const M: usize> Record<M> {
             }
             chunk[60] = e.staged;
             chunk[61..64].fill(0);
+            chunk[64..68].copy_from_slice(&e.security.to_le_bytes());
         }
         let end = Self::LEN - 4;
         let crc = crc32(&b[..end]);
         b[end..].copy_from_slice(&crc.to_le_bytes());
     }
 
-    /// Decode a record; `None` unless every field is well formed and the
-    /// CRC matches.
+    /// Decode a record (format 2, or format 1 with every security counter
+    /// 0); `None` unless every field is well formed and the CRC matches.
     pub(crate) fn decode(b: &[u8]) -> Option<Self> {
-        let b = b.get(..Self::LEN)?;
-        let end = Self::LEN - 4;
+        let entry_len = match u16::from_le_bytes([*b.get(4)?, *b.get(5)?]) {
+            FORMAT => ENTRY_LEN,
+            FORMAT_1 => ENTRY_LEN_1,
+            _ => return None,
+        };
+        let len = HEAD_LEN + M * entry_len + 4;
+        let b = b.get(..len)?;
+        let end = len - 4;
         let word = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         if b[0..4] != MAGIC
-            || u16::from_le_bytes([b[4], b[5]]) != FORMAT
             || usize::from(u16::from_le_bytes([b[6], b[7]])) != M
             || word(end) != crc32(&b[..end])
         {
@@ -157,8 +175,8 @@ impl<const M: usize> Record<M> {
             entries: [Entry::UNUSED; M],
         };
         for (k, e) in record.entries.iter_mut().enumerate() {
-            let at = HEAD_LEN + k * ENTRY_LEN;
-            let c = &b[at..at + ENTRY_LEN];
+            let at = HEAD_LEN + k * entry_len;
+            let c = &b[at..at + entry_len];
             let mut name = [0u8; NAME_MAX + 1];
             name.copy_from_slice(&c[..32]);
             let used = name[0] != 0;
@@ -179,6 +197,7 @@ impl<const M: usize> Record<M> {
                 erases: [w(44), w(48)],
                 len: [w(52), w(56)],
                 staged: c[60],
+                security: if entry_len == ENTRY_LEN { w(64) } else { 0 },
             };
         }
         Some(record)

@@ -2,12 +2,13 @@
 
 use crate::container::{encode_name, name_str, Header, HEADER_LEN};
 use crate::registry::{consistent, Entry, Record, SlotState, NONE};
+use crate::signature::{Hasher, SignatureBlock, Trust, SIGNATURE_LEN};
 use crate::{crc32, Flash, StoreError};
 
 /// Largest program unit the store buffers (bytes).
 const MAX_BLOCK: usize = 32;
 /// Stack buffer for one registry record.
-const RECORD_BUF: usize = 1040;
+const RECORD_BUF: usize = 1104;
 /// Bytes read per step when checking a payload's CRC.
 const CRC_CHUNK: usize = 256;
 
@@ -95,6 +96,9 @@ pub struct ModelStatus<'s> {
     pub slots: [SlotState; 2],
     /// Erases of each slot (wear).
     pub erases: [u32; 2],
+    /// The lowest version the store installs, activates or rolls back to
+    /// (the anti-rollback counter [`Store::confirm`] raises).
+    pub security: u32,
 }
 
 /// Where a verified container lies in flash.
@@ -126,6 +130,7 @@ pub struct Store<F: Flash, const M: usize> {
     /// other one).
     holds: u8,
     update: Option<Update>,
+    trust: Trust<'static>,
 }
 
 impl<F: Flash, const M: usize> Store<F, M> {
@@ -178,6 +183,7 @@ impl<F: Flash, const M: usize> Store<F, M> {
             record,
             holds,
             update: None,
+            trust: Trust::NONE,
         };
         let report = store.scan()?;
         Ok((store, report))
@@ -244,7 +250,7 @@ impl<F: Flash, const M: usize> Store<F, M> {
         }
         let mut digest = crate::CRC.digest();
         let mut chunk = [0u8; CRC_CHUNK];
-        let mut at = HEADER_LEN;
+        let mut at = header.preamble_len();
         while at < total {
             let n = CRC_CHUNK.min(total - at);
             self.flash.read(base + at, &mut chunk[..n])?;
@@ -256,8 +262,41 @@ impl<F: Flash, const M: usize> Store<F, M> {
         }
         Ok(Located {
             header,
-            payload_offset: base + HEADER_LEN,
+            payload_offset: base + header.preamble_len(),
         })
+    }
+
+    /// The checks of a container's signature and version, from the bytes
+    /// in flash of slot `slot` of entry `k` (its header already decoded
+    /// and CRC-checked by [`verify`](Self::verify)): what the trust policy
+    /// admits, the version against the entry's security counter, then the
+    /// SHA-256 of the header and payload and the signature.
+    fn authenticate(&mut self, k: usize, slot: u8, header: &Header) -> Result<(), StoreError> {
+        let base = self.layout.slot_base(k, slot).ok_or(StoreError::Layout)?;
+        let mut chunk = [0u8; CRC_CHUNK];
+        let block = if header.signed {
+            self.flash
+                .read(base + HEADER_LEN, &mut chunk[..SIGNATURE_LEN])?;
+            Some(SignatureBlock::decode(&chunk[..SIGNATURE_LEN])?)
+        } else {
+            None
+        };
+        self.trust.admit(block.as_ref())?;
+        if header.version < self.record.entries[k].security {
+            return Err(StoreError::Downgrade);
+        }
+        let Some(block) = block else { return Ok(()) };
+        let mut hasher = Hasher::new();
+        self.flash.read(base, &mut chunk[..HEADER_LEN])?;
+        hasher.update(&chunk[..HEADER_LEN]);
+        let (mut at, end) = (header.preamble_len(), header.total_len());
+        while at < end {
+            let n = CRC_CHUNK.min(end - at);
+            self.flash.read(base + at, &mut chunk[..n])?;
+            hasher.update(&chunk[..n]);
+            at += n;
+        }
+        self.trust.verify(Some(&block), &hasher.finish())
     }
 
     /// Write `next` as the new current record (generation + 1) into the
@@ -422,6 +461,7 @@ impl<F: Flash, const M: usize> Store<F, M> {
         let mut next = self.record;
         next.entries[u.entry].len[s] = u.total as u32;
         let located = self.verify(u.entry, &next.entries[u.entry], u.slot)?;
+        self.authenticate(u.entry, u.slot, &located.header)?;
         let e = &mut next.entries[u.entry];
         e.state[s] = SlotState::Valid;
         e.version[s] = located.header.version;
@@ -445,6 +485,9 @@ impl<F: Flash, const M: usize> Store<F, M> {
         if s == NONE || s == e.active {
             return Err(StoreError::NothingStaged);
         }
+        if e.version[usize::from(s)] < e.security {
+            return Err(StoreError::Downgrade);
+        }
         e.previous = e.active;
         e.active = s;
         e.staged = NONE;
@@ -460,8 +503,11 @@ impl<F: Flash, const M: usize> Store<F, M> {
     ///
     /// [`StoreError::NotFound`], [`StoreError::NoPrevious`], flash errors.
     pub fn rollback(&mut self, name: &str) -> Result<u32, StoreError> {
-        self.previous(name)?;
+        let previous = self.previous(name)?;
         let k = self.entry(name)?;
+        if previous.header.version < self.record.entries[k].security {
+            return Err(StoreError::Downgrade);
+        }
         let mut next = self.record;
         let n = &mut next.entries[k];
         core::mem::swap(&mut n.active, &mut n.previous);
@@ -554,8 +600,89 @@ impl<F: Flash, const M: usize> Store<F, M> {
                 previous: version(e.previous),
                 slots: e.state,
                 erases: e.erases,
+                security: e.security,
             }
         })
+    }
+
+    /// Confirm the active version of `name` (it runs as it should): the
+    /// model's security counter rises to its version, so no older version
+    /// installs, activates or is rolled back to again (as MCUboot's
+    /// security counter rises when an image is confirmed). The counter is
+    /// committed with the registry: a power cut leaves the old counter or
+    /// the new one. Confirming again, or a version at the counter, writes
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NotFound`] (also when no version is active), flash
+    /// errors.
+    pub fn confirm(&mut self, name: &str) -> Result<u32, StoreError> {
+        let k = self.entry(name)?;
+        let e = self.record.entries[k];
+        if e.active == NONE {
+            return Err(StoreError::NotFound);
+        }
+        let version = e.version[usize::from(e.active)];
+        if version > e.security {
+            let mut next = self.record;
+            next.entries[k].security = version;
+            self.commit(next)?;
+        }
+        Ok(version)
+    }
+
+    /// Check what a container's first bytes (`preamble`: its header and,
+    /// signed, its signature block) decide, before anything is erased or
+    /// written: a well-formed header for `name` of `total` bytes, a format
+    /// and signer the trust policy admits, a version at or above the
+    /// model's security counter. `Ok(None)` while `preamble` is too short
+    /// to decide. [`finish`](Self::finish) checks all of it again from
+    /// flash, and the digest and signature.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BadContainer`], [`StoreError::WrongName`],
+    /// [`StoreError::Length`], [`StoreError::Unsigned`],
+    /// [`StoreError::UntrustedKey`], [`StoreError::Downgrade`].
+    pub fn check_preamble(
+        &self,
+        name: &str,
+        total: usize,
+        preamble: &[u8],
+    ) -> Result<Option<Header>, StoreError> {
+        if preamble.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let header = Header::decode(preamble)?;
+        if header.name() != name {
+            return Err(StoreError::WrongName);
+        }
+        if header.total_len() != total {
+            return Err(StoreError::Length);
+        }
+        let block = match preamble.get(HEADER_LEN..header.preamble_len()) {
+            _ if !header.signed => None,
+            Some(b) => Some(SignatureBlock::decode(b)?),
+            None => return Ok(None),
+        };
+        self.trust.admit(block.as_ref())?;
+        let security = self.find(name).map_or(0, |k| self.record.entries[k].security);
+        if header.version < security {
+            return Err(StoreError::Downgrade);
+        }
+        Ok(Some(header))
+    }
+
+    /// The containers the store accepts from now on (finished updates
+    /// already staged stay staged).
+    pub fn set_trust(&mut self, trust: Trust<'static>) {
+        self.trust = trust;
+    }
+
+    /// The containers the store accepts.
+    pub fn trust(&self) -> Trust<'static> {
+        self.trust
     }
 
     /// The registry's generation (commits since the store was blank).

@@ -1,0 +1,294 @@
+//! Signed containers (format 2): a 136-byte signature block between the
+//! header and the payload, and the keys the device trusts.
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  magic "SYNS"
+//!      4     1  algorithm (1: Ed25519, 2: ECDSA P-256)
+//!      5     3  reserved (0)
+//!      8    32  key id: SHA-256 of the signer's public key (Ed25519: the
+//!               32-byte key; P-256: the 65-byte uncompressed SEC1 point)
+//!     40    32  SHA-256 of the header's 96 bytes, then the payload
+//!     72    64  signature of that digest (Ed25519 over the 32 bytes;
+//!               ECDSA P-256 with the digest as the prehash, r || s)
+//! ```
+//!
+//! The digest is signed, not the whole container, as MCUboot signs an
+//! image's hash: the device hashes the container where it lies in flash,
+//! through a small buffer, and verifies one signature over 32 bytes. The
+//! block sits before the payload so that everything but the payload's
+//! bytes (format, signer, version) is checked before the store erases or
+//! writes anything ([`Store::check_preamble`](crate::Store::check_preamble)).
+
+use sha2::Digest as _;
+
+use crate::StoreError;
+
+/// Bytes of the signature block.
+pub const SIGNATURE_LEN: usize = 136;
+const MAGIC: [u8; 4] = *b"SYNS";
+
+/// The signature algorithms MCUboot signs images with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Algorithm {
+    /// Ed25519 (RFC 8032) over the 32-byte digest.
+    Ed25519 = 1,
+    /// ECDSA over NIST P-256, the digest as the prehash.
+    EcdsaP256 = 2,
+}
+
+impl Algorithm {
+    /// Bytes of a public key: Ed25519's 32, P-256's uncompressed SEC1
+    /// point (65, starting 0x04).
+    pub const fn key_len(self) -> usize {
+        match self {
+            Algorithm::Ed25519 => 32,
+            Algorithm::EcdsaP256 => 65,
+        }
+    }
+
+    /// Whether this build can verify it (cargo features `ed25519`,
+    /// `ecdsa-p256`).
+    pub const fn supported(self) -> bool {
+        match self {
+            Algorithm::Ed25519 => cfg!(feature = "ed25519"),
+            Algorithm::EcdsaP256 => cfg!(feature = "ecdsa-p256"),
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Algorithm> {
+        match code {
+            1 => Some(Algorithm::Ed25519),
+            2 => Some(Algorithm::EcdsaP256),
+            _ => None,
+        }
+    }
+}
+
+/// SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    sha2::Sha256::digest(bytes).into()
+}
+
+/// A streaming SHA-256 (the container digest as chunks go by).
+#[derive(Clone, Default)]
+pub struct Hasher(sha2::Sha256);
+
+impl Hasher {
+    /// Empty.
+    pub fn new() -> Hasher {
+        Hasher::default()
+    }
+
+    /// Hash `bytes` next.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The digest.
+    pub fn finish(self) -> [u8; 32] {
+        self.0.finalize().into()
+    }
+}
+
+/// A signature block, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignatureBlock {
+    /// How it was signed.
+    pub algorithm: Algorithm,
+    /// [`PublicKey::id`] of the signer.
+    pub key_id: [u8; 32],
+    /// SHA-256 of the header and the payload.
+    pub digest: [u8; 32],
+    /// The signature of `digest`.
+    pub signature: [u8; 64],
+}
+
+impl SignatureBlock {
+    /// The block's bytes.
+    pub fn encode(&self) -> [u8; SIGNATURE_LEN] {
+        let mut b = [0u8; SIGNATURE_LEN];
+        b[0..4].copy_from_slice(&MAGIC);
+        b[4] = self.algorithm as u8;
+        b[8..40].copy_from_slice(&self.key_id);
+        b[40..72].copy_from_slice(&self.digest);
+        b[72..136].copy_from_slice(&self.signature);
+        b
+    }
+
+    /// Decode a block (magic, a known algorithm, zero reserved bytes).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BadContainer`].
+    pub fn decode(b: &[u8]) -> Result<SignatureBlock, StoreError> {
+        let b = b.get(..SIGNATURE_LEN).ok_or(StoreError::BadContainer)?;
+        if b[0..4] != MAGIC || b[5..8] != [0, 0, 0] {
+            return Err(StoreError::BadContainer);
+        }
+        let algorithm = Algorithm::from_code(b[4]).ok_or(StoreError::BadContainer)?;
+        let field = |at: usize| -> [u8; 32] { core::array::from_fn(|k| b[at + k]) };
+        Ok(SignatureBlock {
+            algorithm,
+            key_id: field(8),
+            digest: field(40),
+            signature: core::array::from_fn(|k| b[72 + k]),
+        })
+    }
+}
+
+/// A public key the device trusts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PublicKey<'k> {
+    /// Its algorithm.
+    pub algorithm: Algorithm,
+    /// Its bytes ([`Algorithm::key_len`]).
+    pub bytes: &'k [u8],
+}
+
+impl PublicKey<'_> {
+    /// The key id a signature block names it by: SHA-256 of its bytes.
+    pub fn id(&self) -> [u8; 32] {
+        sha256(self.bytes)
+    }
+
+    /// Whether `signature` signs `digest` under this key.
+    pub fn verifies(&self, digest: &[u8; 32], signature: &[u8; 64]) -> bool {
+        match self.algorithm {
+            #[cfg(feature = "ed25519")]
+            Algorithm::Ed25519 => ed25519(self.bytes, digest, signature),
+            #[cfg(feature = "ecdsa-p256")]
+            Algorithm::EcdsaP256 => p256(self.bytes, digest, signature),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+}
+
+#[cfg(feature = "ed25519")]
+fn ed25519(key: &[u8], digest: &[u8; 32], signature: &[u8; 64]) -> bool {
+    use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+    let Ok(key) = <&[u8; 32]>::try_from(key) else {
+        return false;
+    };
+    VerifyingKey::from_bytes(key)
+        .is_ok_and(|k| k.verify(digest, &Signature::from_bytes(signature)).is_ok())
+}
+
+#[cfg(feature = "ecdsa-p256")]
+fn p256(key: &[u8], digest: &[u8; 32], signature: &[u8; 64]) -> bool {
+    use p256::ecdsa::signature::hazmat::PrehashVerifier;
+    use p256::ecdsa::{Signature, VerifyingKey};
+    let (Ok(key), Ok(signature)) = (
+        VerifyingKey::from_sec1_bytes(key),
+        Signature::from_slice(signature),
+    ) else {
+        return false;
+    };
+    key.verify_prehash(digest, &signature).is_ok()
+}
+
+/// What the store accepts: the keys it trusts, and whether a container
+/// must be signed by one of them.
+///
+/// * No keys, not required (the default): unsigned containers install;
+///   a signed one must match its digest (its signature cannot be checked).
+/// * Keys, required (what a build with a key configures): only containers
+///   signed by one of the keys install; unsigned ones are refused.
+/// * Keys, not required: unsigned containers install; signed ones must
+///   verify under one of the keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trust<'k> {
+    keys: &'k [PublicKey<'k>],
+    required: bool,
+}
+
+impl<'k> Trust<'k> {
+    /// Trust nothing, require nothing.
+    pub const NONE: Trust<'static> = Trust {
+        keys: &[],
+        required: false,
+    };
+
+    /// Trust `keys`; with `required`, refuse unsigned containers.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::BadKey`] when a key has the wrong length or an
+    /// algorithm this build cannot verify, or signatures are required and
+    /// no key is given (nothing could install).
+    pub fn new(keys: &'k [PublicKey<'k>], required: bool) -> Result<Trust<'k>, StoreError> {
+        let bad = |k: &PublicKey<'_>| {
+            !k.algorithm.supported()
+                || k.bytes.len() != k.algorithm.key_len()
+                || (k.algorithm == Algorithm::EcdsaP256 && k.bytes[0] != 0x04)
+        };
+        if keys.iter().any(bad) || (required && keys.is_empty()) {
+            return Err(StoreError::BadKey);
+        }
+        Ok(Trust { keys, required })
+    }
+
+    /// Whether unsigned containers are refused.
+    pub fn required(&self) -> bool {
+        self.required
+    }
+
+    /// The trusted keys.
+    pub fn keys(&self) -> &'k [PublicKey<'k>] {
+        self.keys
+    }
+
+    /// What can be decided before the payload: an unsigned container where
+    /// signatures are required, a signer not trusted.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unsigned`], [`StoreError::UntrustedKey`].
+    pub fn admit(&self, block: Option<&SignatureBlock>) -> Result<(), StoreError> {
+        match block {
+            None if self.required => Err(StoreError::Unsigned),
+            None => Ok(()),
+            Some(_) if self.keys.is_empty() => Ok(()),
+            Some(b) => self.key(b).map(|_| ()),
+        }
+    }
+
+    fn key(&self, block: &SignatureBlock) -> Result<&PublicKey<'k>, StoreError> {
+        self.keys
+            .iter()
+            .find(|k| k.algorithm == block.algorithm && k.id() == block.key_id)
+            .ok_or(StoreError::UntrustedKey)
+    }
+
+    /// The whole check, given the digest of the container as it lies in
+    /// flash: [`admit`](Self::admit), then the digest the block records,
+    /// then the signature under the trusted key.
+    ///
+    /// # Errors
+    ///
+    /// As [`admit`](Self::admit); [`StoreError::BadSignature`] when the
+    /// digest or the signature does not match (the header or the payload
+    /// was changed after signing, or the signature was).
+    pub fn verify(&self, block: Option<&SignatureBlock>, digest: &[u8; 32]) -> Result<(), StoreError> {
+        self.admit(block)?;
+        let Some(b) = block else { return Ok(()) };
+        if b.digest != *digest {
+            return Err(StoreError::BadSignature);
+        }
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        if !self.key(b)?.verifies(digest, &b.signature) {
+            return Err(StoreError::BadSignature);
+        }
+        Ok(())
+    }
+}
+
+impl Default for Trust<'_> {
+    fn default() -> Self {
+        Trust::NONE
+    }
+}
