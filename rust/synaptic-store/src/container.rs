@@ -194,7 +194,7 @@ impl Header {
 /// Check a whole container held in memory as the store checks one in
 /// flash at the end of an update: header, length, payload CRC, what
 /// `trust` admits, the version against `security` (the model's
-/// anti-rollback counter), digest and signature. For hosts (the packing
+/// anti-rollback counter), the signature, the payload's digest. For hosts (the packing
 /// tool's `verify`) and for fuzzing the parser and the verifier.
 ///
 /// # Errors
@@ -208,7 +208,7 @@ pub fn check(
     trust: &crate::signature::Trust<'_>,
     security: u32,
 ) -> Result<Header, StoreError> {
-    use crate::signature::{Hasher, SignatureBlock};
+    use crate::signature::{check_payload, sha256, SignatureBlock};
     let header = Header::decode(bytes)?;
     if bytes.len() != header.total_len() {
         return Err(StoreError::Length);
@@ -226,10 +226,13 @@ pub fn check(
     if header.version < security {
         return Err(StoreError::Downgrade);
     }
-    let mut hasher = Hasher::new();
-    hasher.update(&bytes[..HEADER_LEN]);
-    hasher.update(payload);
-    trust.verify(block.as_ref(), &hasher.finish())?;
+    let head: &[u8; HEADER_LEN] = bytes[..HEADER_LEN]
+        .try_into()
+        .map_err(|_| StoreError::BadContainer)?;
+    trust.verify_header(head, block.as_ref())?;
+    if let Some(b) = &block {
+        check_payload(b, &sha256(payload))?;
+    }
     Ok(header)
 }
 

@@ -8,21 +8,23 @@
 //!      5     3  reserved (0)
 //!      8    32  key id: SHA-256 of the signer's public key (Ed25519: the
 //!               32-byte key; P-256: the 65-byte uncompressed SEC1 point)
-//!     40    32  SHA-256 of the header's 96 bytes, then the payload
-//!     72    64  signature of that digest (Ed25519 over the 32 bytes;
-//!               ECDSA P-256 with the digest as the prehash, r || s)
+//!     40    32  SHA-256 of the payload
+//!     72    64  signature of SHA-256(header's 96 bytes || payload digest)
+//!               (Ed25519 over those 32 bytes; ECDSA P-256 with them as
+//!               the prehash, r || s)
 //! ```
 //!
-//! The digest is signed, not the whole container, as MCUboot signs an
-//! image's hash: the device hashes the container where it lies in flash,
-//! through a small buffer, and verifies one signature over 32 bytes. The
-//! block sits before the payload so that everything but the payload's
-//! bytes (format, signer, version) is checked before the store erases or
-//! writes anything ([`Store::check_preamble`](crate::Store::check_preamble)).
+//! A digest is signed, not the whole container, as MCUboot signs an
+//! image's hash, and the signed digest binds the header to the payload's
+//! digest: so the header (name, version, length, shapes) and the signer
+//! are authenticated from the preamble alone, before the store erases or
+//! writes anything ([`Store::check_preamble`](crate::Store::check_preamble)),
+//! and the payload is checked against its digest once it lies in flash.
+//! At the end of an update the store checks everything again from flash.
 
 use sha2::Digest as _;
 
-use crate::StoreError;
+use crate::{StoreError, HEADER_LEN};
 
 /// Bytes of the signature block.
 pub const SIGNATURE_LEN: usize = 136;
@@ -99,10 +101,20 @@ pub struct SignatureBlock {
     pub algorithm: Algorithm,
     /// [`PublicKey::id`] of the signer.
     pub key_id: [u8; 32],
-    /// SHA-256 of the header and the payload.
-    pub digest: [u8; 32],
-    /// The signature of `digest`.
+    /// SHA-256 of the payload.
+    pub payload_digest: [u8; 32],
+    /// The signature of [`signed_digest`] of the header and
+    /// `payload_digest`.
     pub signature: [u8; 64],
+}
+
+/// What a signature signs: SHA-256 of the header's bytes followed by the
+/// payload's digest.
+pub fn signed_digest(header: &[u8; HEADER_LEN], payload_digest: &[u8; 32]) -> [u8; 32] {
+    let mut h = Hasher::new();
+    h.update(header);
+    h.update(payload_digest);
+    h.finish()
 }
 
 impl SignatureBlock {
@@ -112,7 +124,7 @@ impl SignatureBlock {
         b[0..4].copy_from_slice(&MAGIC);
         b[4] = self.algorithm as u8;
         b[8..40].copy_from_slice(&self.key_id);
-        b[40..72].copy_from_slice(&self.digest);
+        b[40..72].copy_from_slice(&self.payload_digest);
         b[72..136].copy_from_slice(&self.signature);
         b
     }
@@ -132,7 +144,7 @@ impl SignatureBlock {
         Ok(SignatureBlock {
             algorithm,
             key_id: field(8),
-            digest: field(40),
+            payload_digest: field(40),
             signature: core::array::from_fn(|k| b[72 + k]),
         })
     }
@@ -265,28 +277,44 @@ impl<'k> Trust<'k> {
             .ok_or(StoreError::UntrustedKey)
     }
 
-    /// The whole check, given the digest of the container as it lies in
-    /// flash: [`admit`](Self::admit), then the digest the block records,
-    /// then the signature under the trusted key.
+    /// The header's check: [`admit`](Self::admit), then, when the store
+    /// trusts keys, the signature over the header and the payload digest
+    /// the block records, under the signer's key.
     ///
     /// # Errors
     ///
     /// As [`admit`](Self::admit); [`StoreError::BadSignature`] when the
-    /// digest or the signature does not match (the header or the payload
-    /// was changed after signing, or the signature was).
-    pub fn verify(&self, block: Option<&SignatureBlock>, digest: &[u8; 32]) -> Result<(), StoreError> {
+    /// signature does not verify (the header, the recorded digest or the
+    /// signature changed after signing).
+    pub fn verify_header(
+        &self,
+        header: &[u8; HEADER_LEN],
+        block: Option<&SignatureBlock>,
+    ) -> Result<(), StoreError> {
         self.admit(block)?;
         let Some(b) = block else { return Ok(()) };
-        if b.digest != *digest {
-            return Err(StoreError::BadSignature);
-        }
         if self.keys.is_empty() {
             return Ok(());
         }
-        if !self.key(b)?.verifies(digest, &b.signature) {
+        let digest = signed_digest(header, &b.payload_digest);
+        if !self.key(b)?.verifies(&digest, &b.signature) {
             return Err(StoreError::BadSignature);
         }
         Ok(())
+    }
+}
+
+/// The payload's check: its SHA-256 against the digest the (verified)
+/// block records.
+///
+/// # Errors
+///
+/// [`StoreError::BadSignature`]: the payload changed after signing.
+pub fn check_payload(block: &SignatureBlock, digest: &[u8; 32]) -> Result<(), StoreError> {
+    if block.payload_digest == *digest {
+        Ok(())
+    } else {
+        Err(StoreError::BadSignature)
     }
 }
 

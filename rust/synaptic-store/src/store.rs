@@ -2,7 +2,7 @@
 
 use crate::container::{encode_name, name_str, Header, HEADER_LEN};
 use crate::registry::{consistent, Entry, Record, SlotState, NONE};
-use crate::signature::{Hasher, SignatureBlock, Trust, SIGNATURE_LEN};
+use crate::signature::{check_payload, Hasher, SignatureBlock, Trust, SIGNATURE_LEN};
 use crate::{crc32, Flash, StoreError};
 
 /// Largest program unit the store buffers (bytes).
@@ -269,10 +269,12 @@ impl<F: Flash, const M: usize> Store<F, M> {
     /// The checks of a container's signature and version, from the bytes
     /// in flash of slot `slot` of entry `k` (its header already decoded
     /// and CRC-checked by [`verify`](Self::verify)): what the trust policy
-    /// admits, the version against the entry's security counter, then the
-    /// SHA-256 of the header and payload and the signature.
+    /// admits, the version against the entry's security counter, the
+    /// signature over the header and payload digest, the payload's digest.
     fn authenticate(&mut self, k: usize, slot: u8, header: &Header) -> Result<(), StoreError> {
         let base = self.layout.slot_base(k, slot).ok_or(StoreError::Layout)?;
+        let mut head = [0u8; HEADER_LEN];
+        self.flash.read(base, &mut head)?;
         let mut chunk = [0u8; CRC_CHUNK];
         let block = if header.signed {
             self.flash
@@ -285,10 +287,9 @@ impl<F: Flash, const M: usize> Store<F, M> {
         if header.version < self.record.entries[k].security {
             return Err(StoreError::Downgrade);
         }
+        self.trust.verify_header(&head, block.as_ref())?;
         let Some(block) = block else { return Ok(()) };
         let mut hasher = Hasher::new();
-        self.flash.read(base, &mut chunk[..HEADER_LEN])?;
-        hasher.update(&chunk[..HEADER_LEN]);
         let (mut at, end) = (header.preamble_len(), header.total_len());
         while at < end {
             let n = CRC_CHUNK.min(end - at);
@@ -296,7 +297,7 @@ impl<F: Flash, const M: usize> Store<F, M> {
             hasher.update(&chunk[..n]);
             at += n;
         }
-        self.trust.verify(Some(&block), &hasher.finish())
+        check_payload(&block, &hasher.finish())
     }
 
     /// Write `next` as the new current record (generation + 1) into the
@@ -636,15 +637,17 @@ impl<F: Flash, const M: usize> Store<F, M> {
     /// signed, its signature block) decide, before anything is erased or
     /// written: a well-formed header for `name` of `total` bytes, a format
     /// and signer the trust policy admits, a version at or above the
-    /// model's security counter. `Ok(None)` while `preamble` is too short
-    /// to decide. [`finish`](Self::finish) checks all of it again from
-    /// flash, and the digest and signature.
+    /// model's security counter, the signature over the header and the
+    /// payload digest. `Ok(None)` while `preamble` is too short to decide.
+    /// [`finish`](Self::finish) checks all of it again from flash, and the
+    /// payload against its digest.
     ///
     /// # Errors
     ///
     /// [`StoreError::BadContainer`], [`StoreError::WrongName`],
     /// [`StoreError::Length`], [`StoreError::Unsigned`],
-    /// [`StoreError::UntrustedKey`], [`StoreError::Downgrade`].
+    /// [`StoreError::UntrustedKey`], [`StoreError::Downgrade`],
+    /// [`StoreError::BadSignature`].
     pub fn check_preamble(
         &self,
         name: &str,
@@ -671,6 +674,10 @@ impl<F: Flash, const M: usize> Store<F, M> {
         if header.version < security {
             return Err(StoreError::Downgrade);
         }
+        let head: &[u8; HEADER_LEN] = preamble[..HEADER_LEN]
+            .try_into()
+            .map_err(|_| StoreError::BadContainer)?;
+        self.trust.verify_header(head, block.as_ref())?;
         Ok(Some(header))
     }
 
