@@ -216,3 +216,55 @@ pub(crate) fn consistent<const M: usize>(r: &Record<M>) -> Result<(), StoreError
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record as a store written before anti-rollback has it: format 1,
+    /// 64-byte entries.
+    fn format_1<const M: usize>(r: &Record<M>) -> [u8; 1104] {
+        let mut two = [0u8; 1104];
+        r.encode(&mut two);
+        let mut one = [0u8; 1104];
+        one[..HEAD_LEN].copy_from_slice(&two[..HEAD_LEN]);
+        one[4..6].copy_from_slice(&FORMAT_1.to_le_bytes());
+        for k in 0..M {
+            let from = HEAD_LEN + k * ENTRY_LEN;
+            let to = HEAD_LEN + k * ENTRY_LEN_1;
+            one[to..to + ENTRY_LEN_1].copy_from_slice(&two[from..from + ENTRY_LEN_1]);
+        }
+        let end = HEAD_LEN + M * ENTRY_LEN_1;
+        let crc = crc32(&one[..end]);
+        one[end..end + 4].copy_from_slice(&crc.to_le_bytes());
+        one
+    }
+
+    #[test]
+    fn a_format_1_record_reads_with_every_counter_zero() {
+        let mut r = Record::<3>::EMPTY;
+        r.generation = 41;
+        r.entries[1] = Entry {
+            name: *b"kws\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+            active: 0,
+            previous: 1,
+            state: [SlotState::Valid; 2],
+            version: [7, 6],
+            erases: [3, 2],
+            len: [1000, 900],
+            staged: NONE,
+            security: 5,
+        };
+        let mut two = [0u8; 1104];
+        r.encode(&mut two);
+        assert_eq!(Record::<3>::decode(&two), Some(r));
+        let old = format_1(&r);
+        let mut expected = r;
+        expected.entries[1].security = 0;
+        assert_eq!(Record::<3>::decode(&old), Some(expected));
+        // A format-1 record is still CRC-checked.
+        let mut torn = old;
+        torn[HEAD_LEN + 70] ^= 1;
+        assert_eq!(Record::<3>::decode(&torn), None);
+    }
+}

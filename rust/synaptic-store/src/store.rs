@@ -670,7 +670,9 @@ impl<F: Flash, const M: usize> Store<F, M> {
             None => return Ok(None),
         };
         self.trust.admit(block.as_ref())?;
-        let security = self.find(name).map_or(0, |k| self.record.entries[k].security);
+        let security = self
+            .find(name)
+            .map_or(0, |k| self.record.entries[k].security);
         if header.version < security {
             return Err(StoreError::Downgrade);
         }

@@ -1,9 +1,10 @@
 //! The power-loss sweep, for the host's flash model and a board's flash
-//! alike: a scenario of installs, updates and a rollback of two models,
-//! cut at chosen flash operations; after each cut the store reopens and
-//! each model's active version must be the one before the interrupted step
-//! or the one after it, complete and byte for byte right, and the store
-//! must take a further update. Payloads are synthetic (a function of name,
+//! alike: a scenario of installs, updates, a rollback and confirmations
+//! (which raise a model's anti-rollback counter) of two models, cut at
+//! chosen flash operations; after each cut the store reopens and each
+//! model's active version and security counter must be those before the
+//! interrupted step or those after it, payloads complete and byte for byte
+//! right, and the store must take a further update. Payloads are synthetic (a function of name,
 //! version and offset), so no buffer holds them.
 
 use crate::container::{Header, TensorShape, HEADER_LEN};
@@ -95,35 +96,57 @@ pub enum Action {
     Update(Synthetic),
     /// Roll the model back.
     Rollback(&'static str),
+    /// Confirm the model's active version (its security counter rises).
+    Confirm(&'static str),
 }
 
-/// A step and the active versions of [`NAMES`] once it is done.
+/// A step, and the active versions and security counters of [`NAMES`]
+/// once it is done.
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
     /// What the step does.
     pub action: Action,
     /// Active versions after it.
     pub after: [Option<u32>; 2],
+    /// Security counters after it.
+    pub security: [u32; 2],
 }
 
-const fn update(name: &'static str, version: u32, after: [Option<u32>; 2]) -> Step {
+const fn update(
+    name: &'static str,
+    version: u32,
+    after: [Option<u32>; 2],
+    security: [u32; 2],
+) -> Step {
     Step {
         action: Action::Update(Synthetic { name, version }),
         after,
+        security,
     }
 }
 
 /// The scenario.
-pub const STEPS: [Step; 6] = [
-    update("kws", 1, [Some(1), None]),
-    update("face", 1, [Some(1), Some(1)]),
-    update("kws", 2, [Some(2), Some(1)]),
+pub const STEPS: [Step; 8] = [
+    update("kws", 1, [Some(1), None], [0, 0]),
+    update("face", 1, [Some(1), Some(1)], [0, 0]),
+    update("kws", 2, [Some(2), Some(1)], [0, 0]),
     Step {
         action: Action::Rollback("kws"),
         after: [Some(1), Some(1)],
+        security: [0, 0],
     },
-    update("face", 2, [Some(1), Some(2)]),
-    update("kws", 3, [Some(3), Some(2)]),
+    update("face", 2, [Some(1), Some(2)], [0, 0]),
+    Step {
+        action: Action::Confirm("face"),
+        after: [Some(1), Some(2)],
+        security: [0, 2],
+    },
+    update("kws", 3, [Some(3), Some(2)], [0, 2]),
+    Step {
+        action: Action::Confirm("kws"),
+        after: [Some(3), Some(2)],
+        security: [3, 2],
+    },
 ];
 
 /// Run step `step`.
@@ -138,7 +161,18 @@ pub fn run<F: Flash, const M: usize>(
     match step.action {
         Action::Update(s) => s.install(store),
         Action::Rollback(name) => store.rollback(name).map(|_| ()),
+        Action::Confirm(name) => store.confirm(name).map(|_| ()),
     }
+}
+
+/// The security counters of [`NAMES`] (0 for a model the store lacks).
+pub fn security_counters<F: Flash, const M: usize>(store: &Store<F, M>) -> [u32; 2] {
+    NAMES.map(|name| {
+        store
+            .models()
+            .find(|m| m.name == name)
+            .map_or(0, |m| m.security)
+    })
 }
 
 /// The active versions of [`NAMES`], each payload checked byte for byte.
@@ -196,6 +230,8 @@ pub struct Failure {
     pub step: usize,
     /// What the store said: versions, or an error.
     pub found: Result<[Option<u32>; 2], StoreError>,
+    /// The security counters it had.
+    pub security: [u32; 2],
 }
 
 /// Erase every sector `layout` uses (a blank store).
@@ -218,7 +254,12 @@ pub fn sweep<F: Flash, const M: usize>(
     layout: Layout,
     cuts: impl Iterator<Item = usize>,
 ) -> Result<Report, Failure> {
-    let fail = |cut, step, found| Failure { cut, step, found };
+    let fail = |cut, step, found| Failure {
+        cut,
+        step,
+        found,
+        security: [0; 2],
+    };
     let uncut = |e| fail(usize::MAX, 0, Err(e));
     flash.reboot();
     blank(flash, &layout).map_err(uncut)?;
@@ -249,10 +290,10 @@ pub fn sweep<F: Flash, const M: usize>(
             }
         }
         let step = ends.iter().position(|&end| cut < end).unwrap_or(0);
-        let before = if step == 0 {
-            [None, None]
+        let (before, security_before) = if step == 0 {
+            ([None, None], [0, 0])
         } else {
-            STEPS[step - 1].after
+            (STEPS[step - 1].after, STEPS[step - 1].security)
         };
         // Boots whose repair commit is cut too, at each of its operations.
         for second in 0..3 {
@@ -267,9 +308,18 @@ pub fn sweep<F: Flash, const M: usize>(
         flash.reboot();
         let (mut store, _) =
             Store::<_, M>::open(&mut *flash, layout).map_err(|e| fail(cut, step, Err(e)))?;
+        // Versions and counters both as before the step, or both after.
+        let security = security_counters(&store);
         match active_versions(&mut store) {
-            Ok(v) if v == before || v == STEPS[step].after => {}
-            other => return Err(fail(cut, step, other)),
+            Ok(v)
+                if (v, security) == (before, security_before)
+                    || (v, security) == (STEPS[step].after, STEPS[step].security) => {}
+            other => {
+                return Err(Failure {
+                    security,
+                    ..fail(cut, step, other)
+                })
+            }
         }
         // The store still takes an update.
         let next = Synthetic {
