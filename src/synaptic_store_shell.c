@@ -107,6 +107,13 @@ static int cmd_ota_activate(const struct shell *sh, size_t argc, char **argv)
 	return ota_answer(sh, "activate", syn_ota_activate());
 }
 
+static int cmd_ota_confirm(const struct shell *sh, size_t argc, char **argv)
+{
+	ARG_UNUSED(argc);
+	ARG_UNUSED(argv);
+	return ota_answer(sh, "confirm", syn_ota_confirm());
+}
+
 static int cmd_ota_rollback(const struct shell *sh, size_t argc, char **argv)
 {
 	ARG_UNUSED(argc);
@@ -199,6 +206,7 @@ SHELL_STATIC_SUBCMD_SET_CREATE(syn_ota_cmds,
 	SHELL_CMD(done, NULL, "The same as finish", cmd_ota_finish),
 	SHELL_CMD(activate, NULL, "Make the verified version the active one", cmd_ota_activate),
 	SHELL_CMD(rollback, NULL, "Return to the previous version", cmd_ota_rollback),
+	SHELL_CMD(confirm, NULL, "Confirm the active version (anti-rollback)", cmd_ota_confirm),
 	SHELL_CMD(state, NULL, "Where the update stands", cmd_ota_state),
 	SHELL_SUBCMD_SET_END);
 

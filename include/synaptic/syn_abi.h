@@ -40,7 +40,7 @@
 #define SYN_ABI_MAGIC 1398361651
 
 // Layout version of this contract.
-#define SYN_ABI_LAYOUT_VERSION 5
+#define SYN_ABI_LAYOUT_VERSION 6
 
 // Size of [`ControlBlock`].
 #define SYN_ABI_CONTROL_BLOCK_SIZE 64
@@ -105,6 +105,11 @@
 // `MODEL_UPDATE` step: make the previous version of the model named in
 // `model_name` active again (hot-swapped likewise); status: its version.
 #define SYN_ABI_UPDATE_OP_ROLLBACK 5
+
+// `MODEL_UPDATE` step (v6): confirm the active version of the model last
+// activated: its security counter rises to that version, and no older
+// version installs or is rolled back to again. Status: the version.
+#define SYN_ABI_UPDATE_OP_CONFIRM 6
 
 // Secure alias CPU0 adds on both dual-core parts.
 #define SYN_ABI_SECURE_ALIAS 268435456

@@ -5,16 +5,26 @@
  *        (CONFIG_SYNAPTIC_STORE; the reference's API).
  *
  * One update at a time: begin with the model's name and the container's
- * total size, write the container (96-byte header, then the .tflite) in
- * chunks of any size, finish (the payload's CRC is checked from flash),
- * activate. Every call returns 0 (activate and rollback: 0 too) or a
+ * total size, write the container (96-byte header, for a signed container
+ * its 136-byte signature block, then the .tflite) in chunks of any size,
+ * finish (the payload's CRC, digest and signature are checked from flash),
+ * activate, confirm. The header and signature block are checked as soon
+ * as they are in, before the store is erased or written: a container
+ * refused for its format, signer, version, name or length leaves the
+ * store as it was. Every call returns 0 (activate and rollback: 0 too) or a
  * negative errno:
  *
  * - -EPERM: not allowed in this state (a chunk while idle, activate before
  *   READY, rollback during an update);
  * - -EFBIG: larger than a slot (CONFIG_SYNAPTIC_STORE_SLOT_SIZE);
  * - -EILSEQ: not a container header (magic, format, CRC), or the payload
- *   fails its CRC at finish;
+ *   fails its CRC at finish, or a signed container's signature or digest
+ *   does not match its bytes (changed after signing);
+ * - -ENOMSG: an unsigned container where signatures are required
+ *   (CONFIG_SYNAPTIC_STORE_SIGNATURE_REQUIRED);
+ * - -EACCES: signed by a key the device does not trust;
+ * - -ERANGE: a version below the model's security counter (anti-rollback;
+ *   syn_ota_confirm() raises it), to install or to roll back to;
  * - -EMSGSIZE: the header's length differs from the size given to begin,
  *   or the stream runs past it;
  * - -EINVAL: the header names another model, a bad name, NULL arguments;
@@ -67,6 +77,12 @@ int syn_ota_finish(void);
 int syn_ota_activate(void);
 /** Return the last activated model to its previous version. */
 int syn_ota_rollback(void);
+/**
+ * Confirm the last activated model's active version: its security counter
+ * rises to that version, so no older version installs or is rolled back
+ * to again (as MCUboot's confirm raises its security counter).
+ */
+int syn_ota_confirm(void);
 /** The update's state. */
 syn_ota_state_t syn_ota_get_state(void);
 

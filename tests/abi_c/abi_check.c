@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Compile-only check of include/synaptic/syn_abi.h: every size and offset of
- * the ABI v5 contract, restated by hand and pinned with _Static_assert, so a
+ * the ABI v6 contract, restated by hand and pinned with _Static_assert, so a
  * C image and a Rust image cannot disagree about the shared region. Compiled
  * by scripts/check-abi.sh with host gcc and arm-none-eabi-gcc (Cortex-M33).
  */
@@ -42,7 +42,7 @@ CHECK(SYN_ABI_PRIORITY_REALTIME == 2);
 
 /* Control block: 64 bytes at offset 0. */
 CHECK(SYN_ABI_MAGIC == 0x53594E33);
-CHECK(SYN_ABI_LAYOUT_VERSION == 5);
+CHECK(SYN_ABI_LAYOUT_VERSION == 6);
 CHECK(sizeof(syn_abi_control_block_t) == 64);
 CHECK(sizeof(syn_abi_control_block_t) == SYN_ABI_CONTROL_BLOCK_SIZE);
 CHECK(offsetof(syn_abi_control_block_t, magic) == 0);
@@ -120,6 +120,7 @@ CHECK(SYN_ABI_UPDATE_OP_DATA == 2);
 CHECK(SYN_ABI_UPDATE_OP_FINISH == 3);
 CHECK(SYN_ABI_UPDATE_OP_ACTIVATE == 4);
 CHECK(SYN_ABI_UPDATE_OP_ROLLBACK == 5);
+CHECK(SYN_ABI_UPDATE_OP_CONFIRM == 6);
 CHECK(SYN_ABI_MODEL_NAME_SIZE == 32);
 CHECK(offsetof(syn_abi_exchange_slot_t, input) == 64);
 CHECK(offsetof(syn_abi_exchange_slot_t, input) == SYN_ABI_EXCHANGE_INPUT_OFFSET);

@@ -15,9 +15,13 @@
 //! of the exchange header for it; v4 turned the last two
 //! reserved words into the park handshake (`park_request`, CPU0-written;
 //! `park_ack`, CPU1-written), with which CPU0 holds CPU1 in RAM while it
-//! writes the flash bank CPU1 executes from; v5 (this version) bounds the
+//! writes the flash bank CPU1 executes from; v5 bounds the
 //! hold (step 4 below) and makes `park_request` a word CPU0's maintenance
-//! republishes like its others ([`CONTROL_WORDS`]). An image refuses a block of
+//! republishes like its others ([`CONTROL_WORDS`]); v6 (this version)
+//! signs model updates: `MODEL_UPDATE` gains the confirm step
+//! (`UPDATE_OP_CONFIRM`, the anti-rollback counter) and the refusals
+//! `-ENOMSG` (unsigned), `-EACCES` (untrusted signer) and `-ERANGE`
+//! (below the security counter). An image refuses a block of
 //! another version by its `layout_version`, and CPU0 says which version a
 //! CPU1 that never attaches was built for.
 //!
@@ -49,7 +53,7 @@ use crate::exchange::SlotGeometry;
 /// the value the C reference uses.
 pub const MAGIC: u32 = 0x5359_4E33;
 /// Layout version of this contract.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 /// Size of [`ControlBlock`].
 pub const CONTROL_BLOCK_SIZE: usize = 64;
 /// Value a core writes into its `cpuN_ready` word once it is attached.

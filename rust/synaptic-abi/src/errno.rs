@@ -24,6 +24,9 @@ pub enum Errno {
     Again = 11,
     /// Out of memory (arena exhausted).
     NoMem = 12,
+    /// Permission denied (a model container signed by a key the device
+    /// does not trust).
+    Acces = 13,
     /// Bad address (offset outside the region).
     Fault = 14,
     /// Device or resource busy.
@@ -36,8 +39,11 @@ pub enum Errno {
     Inval = 22,
     /// No space left (registry or pool full).
     NoSpc = 28,
-    /// Result out of range.
+    /// Result out of range (a model version below its security counter).
     Range = 34,
+    /// No message of the desired type (an unsigned model container where
+    /// signatures are required).
+    NoMsg = 35,
     /// Protocol error (peer broke the handshake).
     Proto = 71,
     /// Malformed message from the peer.
@@ -62,7 +68,7 @@ pub enum Errno {
 
 impl Errno {
     /// Every variant, for table-driven tests and reverse lookup.
-    pub const ALL: [Errno; 24] = [
+    pub const ALL: [Errno; 26] = [
         Errno::Perm,
         Errno::NoEnt,
         Errno::Io,
@@ -70,6 +76,7 @@ impl Errno {
         Errno::NoExec,
         Errno::Again,
         Errno::NoMem,
+        Errno::Acces,
         Errno::Fault,
         Errno::Busy,
         Errno::Exist,
@@ -77,6 +84,7 @@ impl Errno {
         Errno::Inval,
         Errno::NoSpc,
         Errno::Range,
+        Errno::NoMsg,
         Errno::Proto,
         Errno::BadMsg,
         Errno::NoBufs,

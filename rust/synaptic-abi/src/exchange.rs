@@ -244,6 +244,10 @@ pub const UPDATE_OP_ACTIVATE: u32 = 4;
 /// `MODEL_UPDATE` step: make the previous version of the model named in
 /// `model_name` active again (hot-swapped likewise); status: its version.
 pub const UPDATE_OP_ROLLBACK: u32 = 5;
+/// `MODEL_UPDATE` step (v6): confirm the active version of the model last
+/// activated: its security counter rises to that version, and no older
+/// version installs or is rolled back to again. Status: the version.
+pub const UPDATE_OP_CONFIRM: u32 = 6;
 
 /// The whole exchange slot, raw wire form. Too large for a stack: it only
 /// ever exists in the shared region.

@@ -67,8 +67,8 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering};
 
 use synaptic_abi::{
     Direction, Errno, MessageType, Priority, ValidMessage, MAX_EXCHANGE_SLOTS, MODEL_NAME_SIZE,
-    REQUEST_FLAG_POLLED, UPDATE_OP_ACTIVATE, UPDATE_OP_BEGIN, UPDATE_OP_DATA, UPDATE_OP_FINISH,
-    UPDATE_OP_ROLLBACK,
+    REQUEST_FLAG_POLLED, UPDATE_OP_ACTIVATE, UPDATE_OP_BEGIN, UPDATE_OP_CONFIRM, UPDATE_OP_DATA,
+    UPDATE_OP_FINISH, UPDATE_OP_ROLLBACK,
 };
 use synaptic_ipc::{Doorbell, IpcError, Semaphore, Sender, Timeout};
 use synaptic_ring::{Consumer, Producer};
@@ -993,6 +993,32 @@ where
         let polled = matches!(wait, Wait::Poll);
         self.while_busy(&mut Due::After(timeout), |due| {
             self.update_step(due, polled, None, UPDATE_OP_ROLLBACK, 0, 0, |_| {})
+        })
+    }
+
+    /// Confirm the version CPU0's store last activated (it runs as it
+    /// should): the model's security counter rises to it, and CPU0 refuses
+    /// every older version from then on, to install (`-ERANGE`) or to roll
+    /// back to. Returns the version.
+    ///
+    /// # Errors
+    ///
+    /// As [`update_model`](Self::update_model); `-ENOENT` when nothing was
+    /// activated.
+    pub fn confirm_model(&self, timeout: Timeout) -> Result<u32, ClientError> {
+        self.confirm_model_waiting(Wait::Interrupt, timeout)
+    }
+
+    /// As [`confirm_model`](Self::confirm_model), the reply awaited as
+    /// `wait` says (see [`update_model_waiting`](Self::update_model_waiting)).
+    ///
+    /// # Errors
+    ///
+    /// As [`confirm_model`](Self::confirm_model).
+    pub fn confirm_model_waiting(&self, wait: Wait, timeout: Timeout) -> Result<u32, ClientError> {
+        let polled = matches!(wait, Wait::Poll);
+        self.while_busy(&mut Due::After(timeout), |due| {
+            self.update_step(due, polled, None, UPDATE_OP_CONFIRM, 0, 0, |_| {})
         })
     }
 

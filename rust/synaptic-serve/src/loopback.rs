@@ -1054,13 +1054,29 @@ impl<'r> Loopback<'r> {
     ///
     /// As [`update_model`](Self::update_model).
     pub fn rollback_model(&mut self) -> Result<u32, LoopbackError> {
+        self.with_client(|client, timeout| client.rollback_model_waiting(Wait::Poll, timeout))
+    }
+
+    /// CPU1's client confirms the last activated version
+    /// (`Client::confirm_model`); that version.
+    ///
+    /// # Errors
+    ///
+    /// As [`update_model`](Self::update_model).
+    pub fn confirm_model(&mut self) -> Result<u32, LoopbackError> {
+        self.with_client(|client, timeout| client.confirm_model_waiting(Wait::Poll, timeout))
+    }
+
+    /// One update step of CPU1's client, CPU0 stepping on CPU1's clock.
+    fn with_client(
+        &mut self,
+        step: impl FnOnce(&LoopbackClient<'r>, Timeout) -> Result<u32, ClientError>,
+    ) -> Result<u32, LoopbackError> {
         let Cpu1::Client(client) = &self.cpu1 else {
             return Err(LoopbackError::Detached);
         };
         let timeout = Timeout::Millis(UPDATE_TIMEOUT_MS);
-        Ok(on_cpu1_clock(&self.cpu0, || {
-            client.rollback_model_waiting(Wait::Poll, timeout)
-        })?)
+        Ok(on_cpu1_clock(&self.cpu0, || step(client, timeout))?)
     }
 }
 

@@ -1266,6 +1266,10 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
                 updates.finish().map_err(ServeError::Update)?;
                 return Ok(0);
             }
+            synaptic_abi::UPDATE_OP_CONFIRM => {
+                let version = updates.confirm().map_err(ServeError::Update)?;
+                return Ok(version as i32);
+            }
             synaptic_abi::UPDATE_OP_ACTIVATE => false,
             synaptic_abi::UPDATE_OP_ROLLBACK => true,
             op => return Err(ServeError::UnknownUpdateOp(op)),

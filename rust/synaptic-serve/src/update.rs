@@ -90,6 +90,9 @@ pub trait ModelUpdates {
     fn activate(&mut self) -> Result<Activated, Errno>;
     /// Make the last activated model's previous version active again.
     fn rollback(&mut self) -> Result<Activated, Errno>;
+    /// Confirm the last activated model's active version: its security
+    /// counter rises to it (anti-rollback). Returns the version.
+    fn confirm(&mut self) -> Result<u32, Errno>;
     /// The active version of the model called `name` (`-ENOENT` when the
     /// store has none), whoever activated it.
     fn active(&mut self, name: &str) -> Result<Activated, Errno>;
@@ -117,16 +120,23 @@ pub trait ModelUpdates {
 }
 
 #[cfg(feature = "store")]
-/// The errno of an update step's failure on the wire.
+/// The errno of an update step's failure on the wire. Each refusal of a
+/// container has its own: unsigned where signatures are required
+/// `-ENOMSG`, an untrusted signer `-EACCES`, changed after signing (or
+/// failing its CRC or header checks) `-EBADMSG`, cut short or padded
+/// `-EMSGSIZE`, below the model's security counter `-ERANGE`.
 pub fn ota_errno(e: OtaError) -> Errno {
     match e {
         OtaError::State => Errno::Perm,
         OtaError::TooLarge => Errno::TooBig,
-        OtaError::BadHeader | OtaError::Crc => Errno::BadMsg,
+        OtaError::BadHeader | OtaError::Crc | OtaError::Signature => Errno::BadMsg,
         OtaError::Size => Errno::MsgSize,
         OtaError::Name => Errno::Inval,
         OtaError::Incomplete => Errno::Proto,
         OtaError::NothingToRollBack => Errno::NoEnt,
+        OtaError::Unsigned => Errno::NoMsg,
+        OtaError::UntrustedKey => Errno::Acces,
+        OtaError::Downgrade => Errno::Range,
         OtaError::Store(StoreError::PeerBusy) => Errno::Busy,
         OtaError::Store(_) => Errno::Io,
     }
@@ -165,7 +175,7 @@ fn activated(located: &Located, image: Option<&'static [u8]>) -> Result<Activate
         version: h.version,
         input: meta(&h.input)?,
         output: meta(&h.output)?,
-        flash_offset: u32::try_from(located.payload_offset).map_err(|_| Errno::Range)?,
+        flash_offset: u32::try_from(located.payload_offset).map_err(|_| Errno::Io)?,
         flash_size: h.payload_len,
         crc32: h.payload_crc,
         image: image.unwrap_or(&[]),
@@ -241,6 +251,10 @@ impl<F: Flash, const M: usize> ModelUpdates for StoreUpdates<'_, F, M> {
         let name = self.target(true).ok_or(Errno::NoEnt)?;
         self.ota.rollback(self.store).map_err(ota_errno)?;
         self.active(&name)
+    }
+
+    fn confirm(&mut self) -> Result<u32, Errno> {
+        self.ota.confirm(self.store).map_err(ota_errno)
     }
 
     /// The model's active version, its CRC checked from flash.

@@ -184,6 +184,27 @@ impl Flash for ZephyrFlash {
     }
 }
 
+/// The public key of CONFIG_SYNAPTIC_STORE_SIGNATURE_KEY_FILE, embedded by
+/// the build script (`TRUSTED_KEYS`).
+mod trusted {
+    use synaptic_store::signature::{Algorithm, PublicKey};
+    include!(concat!(env!("OUT_DIR"), "/trusted_key.rs"));
+}
+
+/// What the store accepts: signatures by the configured key, required
+/// with CONFIG_SYNAPTIC_STORE_SIGNATURE_REQUIRED.
+///
+/// # Errors
+///
+/// [`StoreError::BadKey`] when the key cannot be used: the store then
+/// does not open (no update installs unchecked).
+pub fn trust() -> Result<synaptic_store::signature::Trust<'static>, StoreError> {
+    synaptic_store::signature::Trust::new(
+        trusted::TRUSTED_KEYS,
+        cfg!(CONFIG_SYNAPTIC_STORE_SIGNATURE_REQUIRED),
+    )
+}
+
 /// `syn_model_ota.h`: one update stream into the store on the partition,
 /// opened at the first call (`CONFIG_SYNAPTIC_STORE_MAX_MODELS` models of
 /// at most `CONFIG_SYNAPTIC_STORE_SLOT_SIZE` container bytes).
@@ -217,11 +238,14 @@ pub mod ota {
         let code = match e {
             OtaError::State => raw::EPERM,
             OtaError::TooLarge => raw::EFBIG,
-            OtaError::BadHeader | OtaError::Crc => raw::EILSEQ,
+            OtaError::BadHeader | OtaError::Crc | OtaError::Signature => raw::EILSEQ,
             OtaError::Size => raw::EMSGSIZE,
             OtaError::Name => raw::EINVAL,
             OtaError::Incomplete => raw::ENODATA,
             OtaError::NothingToRollBack => raw::ENOENT,
+            OtaError::Unsigned => raw::ENOMSG,
+            OtaError::UntrustedKey => raw::EACCES,
+            OtaError::Downgrade => raw::ERANGE,
             OtaError::Store(StoreError::PeerBusy) => raw::EBUSY,
             OtaError::Store(_) => raw::EIO,
         };
@@ -237,9 +261,10 @@ pub mod ota {
             let opened = ZephyrFlash::open()
                 .and_then(|flash| {
                     let layout = Layout::new(&flash, MODELS, SLOT)?;
-                    Store::open(flash, layout)
-                })
-                .map(|(store, _)| store);
+                    let (mut store, _) = Store::open(flash, layout)?;
+                    store.set_trust(super::trust()?);
+                    Ok(store)
+                });
             u.store = Some(opened.ok()?);
         }
         let store = u.store.as_mut()?;
@@ -287,6 +312,10 @@ pub mod ota {
 
         fn rollback(&mut self) -> Result<Activated, Errno> {
             with_updates(|u| u.rollback())
+        }
+
+        fn confirm(&mut self) -> Result<u32, Errno> {
+            with_updates(|u| u.confirm())
         }
 
         fn active(&mut self, name: &str) -> Result<Activated, Errno> {
@@ -471,6 +500,13 @@ pub mod ota {
             return result.min(0);
         }
         switched(with(|store, ota| ota.rollback(store)))
+    }
+
+    /// `syn_ota_confirm`: the last activated model's active version is
+    /// confirmed; its security counter rises to it.
+    #[no_mangle]
+    pub extern "C" fn syn_ota_confirm() -> i32 {
+        with(|store, ota| ota.confirm(store))
     }
 
     /// Tell the inference service (dual-core builds) the store's active

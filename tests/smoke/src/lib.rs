@@ -52,7 +52,7 @@ fn control_block_layout() -> Outcome {
     zassert_eq!(size_of::<ControlBlock>(), 64);
     zassert_eq!(offset_of!(ControlBlock, magic), 0);
     zassert_eq!(synaptic_abi::MAGIC, 0x5359_4E33);
-    zassert_eq!(synaptic_abi::LAYOUT_VERSION, 5);
+    zassert_eq!(synaptic_abi::LAYOUT_VERSION, 6);
     zassert_eq!(offset_of!(ControlBlock, exchange_slots), 40);
     Ok(())
 }
