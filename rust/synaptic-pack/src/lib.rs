@@ -11,6 +11,10 @@
 //!   flatbuffer itself (the model is parsed and validated by
 //!   `synaptic-tflite`, as the firmware will; a file it refuses is refused
 //!   here).
+//! * Signing (`--key`), `sign`, `verify`, `keygen` and `getpub` use
+//!   [`synaptic_sign`] with the keys MCUboot's `imgtool keygen` writes;
+//!   `verify` runs the store's own check, and [`refusal`] says in one line
+//!   what each of its refusals means.
 //! * [`Partition::from_dts`] finds a fixed partition by label in a built
 //!   devicetree (`build/zephyr/zephyr.dts`), with its flash's erase and
 //!   write block sizes; [`report`] lays out the store over it and says
@@ -19,7 +23,7 @@
 use std::fmt::Write as _;
 
 use std::collections::BTreeMap;
-use synaptic_store::{Header, TensorShape, HEADER_LEN};
+use synaptic_store::{Header, StoreError, TensorShape, HEADER_LEN};
 
 use synaptic_tflite::{ElementType, Model, OperatorSurvey, Tensor};
 
@@ -337,4 +341,43 @@ pub fn report(
         let _ = writeln!(out, "{file}: {len} B container {verdict} a {slot} B slot");
     }
     Ok((out, all))
+}
+
+/// One line on why the store refuses a container, by class: `unsigned`,
+/// `untrusted key`, `tampered`, `truncated`, `bad header`.
+pub fn refusal(e: StoreError) -> &'static str {
+    match e {
+        StoreError::Unsigned => "unsigned: the container carries no signature and one is required",
+        StoreError::UntrustedKey => {
+            "untrusted key: signed by a key that is not one of those given"
+        }
+        StoreError::BadSignature => {
+            "tampered: the signature does not match the header and payload (changed after signing)"
+        }
+        StoreError::CrcMismatch => {
+            "tampered: the payload fails its CRC32 (changed or damaged after packing)"
+        }
+        StoreError::Length => {
+            "truncated: the file's length is not the header's (cut short, or bytes added)"
+        }
+        StoreError::BadContainer => {
+            "bad header: not a container, or its header or signature block is malformed or fails its CRC"
+        }
+        StoreError::BadKey => "bad key: a key of the wrong length or algorithm, or none given",
+        StoreError::Downgrade => "downgrade: the version is below the model's security counter",
+        _ => "refused by the store",
+    }
+}
+
+/// The container length of a file for [`report`]: a container (signed or
+/// not) as it is; a `.tflite` not yet packed as header and file. With
+/// `signed`, as it will be once signed: a signature block more for
+/// anything unsigned.
+pub fn container_len(file: &[u8], signed: bool) -> usize {
+    let block = synaptic_sign::SIGNATURE_LEN;
+    match Header::decode(file) {
+        Ok(h) if h.signed || !signed => file.len(),
+        Ok(_) => file.len() + block,
+        Err(_) => file.len() + HEADER_LEN + if signed { block } else { 0 },
+    }
 }
