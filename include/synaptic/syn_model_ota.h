@@ -85,6 +85,12 @@ int syn_ota_rollback(void);
 int syn_ota_confirm(void);
 /** The update's state. */
 syn_ota_state_t syn_ota_get_state(void);
+/**
+ * Container bytes the current update has taken: where an upload
+ * interrupted while DOWNLOADING continues (syn_ota_write_chunk() takes the
+ * bytes from this offset on).
+ */
+size_t syn_ota_received(void);
 
 #ifdef __cplusplus
 }

@@ -519,6 +519,13 @@ pub mod ota {
         status
     }
 
+    /// `syn_ota_received`: container bytes the current update has taken
+    /// (where a resumed upload continues).
+    #[no_mangle]
+    pub extern "C" fn syn_ota_received() -> usize {
+        UPDATES.lock().ota.received()
+    }
+
     /// `syn_ota_get_state` (`syn_ota_state_t`: the [`OtaState`] order).
     #[no_mangle]
     pub extern "C" fn syn_ota_get_state() -> u32 {
