@@ -36,6 +36,7 @@ fn main() {
     capi(&corpus.join("capi"));
     model(&corpus.join("model"));
     store(&corpus.join("store"));
+    signed_container(&corpus.join("signed_container"));
     regressions(&root.join("corpus").join("request_path"));
 }
 
@@ -343,6 +344,92 @@ fn model(dir: &Path) {
         "person-detect-patched",
         &[2, 0x00, 0x01, 2, 0, 0xF0, 0xFF, 1, 0x01, 0x80, 0xFF, 0, 0],
     );
+}
+
+fn signed_container(dir: &Path) {
+    use synaptic_fuzz::signed_container::{
+        build, flip, resign_op, write as write_field, RawSetup, Setup, FIX_HEADER_CRC,
+        FIX_PAYLOAD_CRC, MALLEATE, SIGNED_PAYLOAD,
+    };
+    // Keys A and B trusted, signatures required; counter 3, version 5.
+    let setup = Setup {
+        policy: 7,
+        security: 3,
+        version: 5,
+        signer: 1,
+        name: 0,
+        payload_len: 300,
+        pattern: 1,
+        chunks: 2,
+        block: 2,
+    };
+    let seed = |setup: Setup, ops: &[u8]| {
+        let mut out = Vec::new();
+        setup.encode(&mut out);
+        out.extend_from_slice(ops);
+        out
+    };
+    let p256 = Setup {
+        signer: 2,
+        chunks: 1,
+        block: 3,
+        ..setup
+    };
+    // As built, no mutation: accepted; unsigned where required;
+    // unsigned where allowed; signed by key C; below the counter; signed
+    // by C where no key is trusted (only its payload digest is checked).
+    let with = |signer, policy, version| Setup {
+        signer,
+        policy,
+        version,
+        ..setup
+    };
+    let unmutated = [
+        ("valid-ed25519", setup),
+        ("valid-p256", p256),
+        ("unsigned-required", with(0, 7, 5)),
+        ("unsigned-allowed", with(0, 3, 5)),
+        ("untrusted-key-c", with(3, 7, 5)),
+        ("downgrade", with(1, 7, 2)),
+        ("no-keys-signed-by-c", with(4, 0, 5)),
+    ];
+    for (name, setup) in unmutated {
+        write(dir, name, &seed(setup, &[]));
+    }
+    // A payload bit flipped after signing: its CRC refuses it at finish.
+    // With both CRCs fixed the header has changed (it holds the payload
+    // CRC): signed again over the stale payload digest, the digest
+    // refuses it at finish; signed again over the payload, accepted.
+    let mut tampered = Vec::new();
+    flip(&mut tampered, SIGNED_PAYLOAD as u16 + 10, 3);
+    write(dir, "tampered-payload", &seed(setup, &tampered));
+    tampered.extend([FIX_PAYLOAD_CRC, FIX_HEADER_CRC]);
+    let mut stale = tampered.clone();
+    resign_op(&mut stale, 0, 1);
+    write(dir, "resigned-stale-digest", &seed(setup, &stale));
+    resign_op(&mut tampered, 0, 0);
+    write(dir, "tampered-resigned", &seed(setup, &tampered));
+    // The version raised after signing, the header CRC fixed: the
+    // signature refuses it from the preamble.
+    let mut header = Vec::new();
+    write_field(&mut header, 5, 9);
+    header.push(FIX_HEADER_CRC);
+    write(dir, "tampered-header", &seed(p256, &header));
+    // ECDSA's twin signature (r, n - s) of the same digest is valid.
+    write(dir, "malleated-p256", &seed(p256, &[MALLEATE]));
+    // Raw mode: the bytes of two valid containers.
+    for (name, setup) in [("raw-valid-ed25519", setup), ("raw-valid-p256", p256)] {
+        let mut raw = Vec::new();
+        RawSetup {
+            policy: 7,
+            security: 3,
+            chunks: 2,
+            block: 1,
+        }
+        .encode(&mut raw);
+        raw.extend_from_slice(&build(&setup));
+        write(dir, name, &raw);
+    }
 }
 
 fn store(dir: &Path) {

@@ -185,6 +185,8 @@ impl Drop for Guarded {
     }
 }
 
+pub mod signed_container;
+
 /// The operations of the `request_path` target (one tag byte each, then
 /// the arguments listed).
 pub mod request_path {
