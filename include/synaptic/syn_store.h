@@ -42,6 +42,9 @@ struct syn_store_model {
 	uint32_t erases[2];
 	/** syn_store_slot_state_t of slot A and slot B. */
 	uint8_t slot_state[2];
+	/** The anti-rollback security counter: the lowest version the store
+	 *  installs, activates or rolls back to (syn_ota_confirm() raises it). */
+	uint32_t security_counter;
 };
 
 /**

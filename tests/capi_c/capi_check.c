@@ -259,10 +259,11 @@ frozen_stage_t check_stage_types(void)
  * struct syn_store_model as synaptic-zephyr's #[repr(C)] StoreModel lays it
  * out (the same on every target: no pointers, no enums).
  */
-SIZE(struct syn_store_model, 52, 52);
+SIZE(struct syn_store_model, 56, 56);
 OFFSET(struct syn_store_model, active_version, 32, 32);
 OFFSET(struct syn_store_model, erases, 40, 40);
 OFFSET(struct syn_store_model, slot_state, 48, 48);
+OFFSET(struct syn_store_model, security_counter, 52, 52);
 
 int (*const check_ota_begin)(const char *, size_t) = syn_ota_begin;
 int (*const check_ota_write_chunk)(const uint8_t *, size_t) = syn_ota_write_chunk;

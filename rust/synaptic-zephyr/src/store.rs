@@ -351,11 +351,13 @@ pub mod ota {
         previous_version: u32,
         erases: [u32; 2],
         slot_state: [u8; 2],
+        security_counter: u32,
     }
 
     // The layout tests/capi_c/capi_check.c asserts for C.
-    const _: () = assert!(core::mem::size_of::<StoreModel>() == 52);
+    const _: () = assert!(core::mem::size_of::<StoreModel>() == 56);
     const _: () = assert!(core::mem::offset_of!(StoreModel, slot_state) == 48);
+    const _: () = assert!(core::mem::offset_of!(StoreModel, security_counter) == 52);
 
     /// `syn_store_slot_state_t`'s value of `state`.
     fn slot_code(state: SlotState) -> u8 {
@@ -390,6 +392,7 @@ pub mod ota {
                 previous_version: status.previous.unwrap_or(0),
                 erases: status.erases,
                 slot_state: status.slots.map(slot_code),
+                security_counter: status.security,
             };
             // SAFETY: non-NULL and valid for one write (the caller's
             // contract); `write` does not read the old contents.
