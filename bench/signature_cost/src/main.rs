@@ -1,0 +1,303 @@
+//! Flash and SysTick cost of one no_std signature check on emulated CPU0.
+//!
+//! Exactly one cargo feature picks what is measured: a candidate verifier
+//! (public key and signature parsed from bytes, then checked against the
+//! 32-byte digest, all inside the timed region), `sha2` (hashing the 64 KiB
+//! stand-in model), or `baseline` (the same I/O with a byte comparison in
+//! place of the check, so a candidate's flash is its build minus this one).
+//!
+//! Time is SysTick on the processor clock, reload 0xFF_FFFF, with its wraps
+//! counted: what Zephyr's `k_cycle_get_32` reads on mps2/an521. The figure
+//! printed is the median of five runs. Each build also checks that the
+//! negative case fails (a signature with one bit flipped, a model with one
+//! byte changed); any failed check prints `FAIL` and exits QEMU with 1.
+
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use cortex_m::peripheral::{syst::SystClkSource, SCB, SYST};
+use cortex_m_rt::{entry, exception};
+use cortex_m_semihosting::{debug, hprintln};
+
+#[allow(dead_code)] // each build uses only its own vectors
+mod vectors {
+    include!(concat!(env!("OUT_DIR"), "/vectors.rs"));
+}
+use vectors::*;
+
+const RUNS: usize = 5;
+
+const SELECTED: usize = cfg!(feature = "baseline") as usize
+    + cfg!(feature = "ed25519-dalek") as usize
+    + cfg!(feature = "ed25519-dalek-2") as usize
+    + cfg!(feature = "ed25519-compact") as usize
+    + cfg!(feature = "salty") as usize
+    + cfg!(feature = "p256") as usize
+    + cfg!(feature = "p256-13") as usize
+    + cfg!(feature = "p256-cortex-m4") as usize
+    + cfg!(feature = "sha2") as usize;
+// The `-fast` and `-opt-size` variants turn on their crate's feature as
+// well, so count as one.
+const _: () = assert!(SELECTED == 1, "build with exactly one feature");
+
+/// SysTick wraps since start; only this core's SysTick handler writes it.
+static WRAPS: AtomicU32 = AtomicU32::new(0);
+
+#[exception]
+fn SysTick() {
+    // Ordering: Relaxed, the reader is the same core with interrupts masked.
+    WRAPS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Processor-clock ticks since `start_ticks`, wraps included.
+fn now() -> u64 {
+    cortex_m::interrupt::free(|_| {
+        // Ordering: Relaxed, see `WRAPS`.
+        let mut wraps = WRAPS.load(Ordering::Relaxed);
+        let mut value = SYST::get_current();
+        // A wrap whose exception is still pending has not been counted yet.
+        if SCB::is_pendst_pending() {
+            wraps += 1;
+            value = SYST::get_current();
+        }
+        (u64::from(wraps) << 24) | u64::from(0xFF_FFFF - value)
+    })
+}
+
+fn start_ticks(mut syst: SYST) {
+    syst.set_clock_source(SystClkSource::Core);
+    syst.set_reload(0xFF_FFFF);
+    syst.clear_current();
+    syst.enable_interrupt();
+    syst.enable_counter();
+}
+
+/// Median ticks of `RUNS` calls of `work`, each of which must return true.
+fn median_ticks(mut work: impl FnMut() -> bool) -> u64 {
+    let mut ticks = [0u64; RUNS];
+    for slot in ticks.iter_mut() {
+        let start = now();
+        let ok = work();
+        *slot = now() - start;
+        if !ok {
+            fail("the valid case was rejected");
+        }
+    }
+    ticks.sort_unstable();
+    ticks[RUNS / 2]
+}
+
+fn fail(what: &str) -> ! {
+    hprintln!("FAIL: {}", what);
+    debug::exit(debug::EXIT_FAILURE);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+/// A fault (an instruction this core lacks, say) ends the run instead of
+/// spinning until the script's timeout.
+#[exception]
+unsafe fn HardFault(frame: &cortex_m_rt::ExceptionFrame) -> ! {
+    hprintln!("FAIL: HardFault at pc {:#010x}", frame.pc());
+    debug::exit(debug::EXIT_FAILURE);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    hprintln!("FAIL: {}", info);
+    debug::exit(debug::EXIT_FAILURE);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+#[cfg(feature = "baseline")]
+mod candidate {
+    use super::*;
+    pub const NAME: &str = "baseline";
+    pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        black_box(&DIGEST);
+        black_box(&ED25519_PUBLIC);
+        *signature == SIGNATURE
+    }
+}
+
+#[cfg(all(feature = "ed25519-dalek", not(feature = "ed25519-dalek-fast")))]
+mod candidate {
+    pub const NAME: &str = "ed25519-dalek";
+    pub use super::dalek3::*;
+}
+
+#[cfg(feature = "ed25519-dalek-fast")]
+mod candidate {
+    pub const NAME: &str = "ed25519-dalek-fast";
+    pub use super::dalek3::*;
+}
+
+#[cfg(feature = "ed25519-dalek")]
+mod dalek3 {
+    use super::*;
+    use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+    pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        let Ok(key) = VerifyingKey::from_bytes(black_box(&ED25519_PUBLIC)) else {
+            return false;
+        };
+        key.verify(&DIGEST, &Signature::from_bytes(signature))
+            .is_ok()
+    }
+}
+
+#[cfg(feature = "ed25519-dalek-2")]
+mod candidate {
+    use super::*;
+    use ed25519_dalek_2::{Signature, Verifier, VerifyingKey};
+    pub const NAME: &str = "ed25519-dalek-2";
+    pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        let Ok(key) = VerifyingKey::from_bytes(black_box(&ED25519_PUBLIC)) else {
+            return false;
+        };
+        key.verify(&DIGEST, &Signature::from_bytes(signature))
+            .is_ok()
+    }
+}
+
+#[cfg(feature = "ed25519-compact")]
+mod candidate {
+    use super::*;
+    use ed25519_compact::{PublicKey, Signature};
+    pub const NAME: &str = if cfg!(feature = "ed25519-compact-opt-size") {
+        "ed25519-compact-opt-size"
+    } else {
+        "ed25519-compact"
+    };
+    pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        let key = PublicKey::new(*black_box(&ED25519_PUBLIC));
+        key.verify(DIGEST, &Signature::new(*signature)).is_ok()
+    }
+}
+
+#[cfg(feature = "salty")]
+mod candidate {
+    use super::*;
+    use salty::{PublicKey, Signature};
+    pub const NAME: &str = "salty";
+    pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        let Ok(key) = PublicKey::try_from(black_box(&ED25519_PUBLIC)) else {
+            return false;
+        };
+        key.verify(&DIGEST, &Signature::from(signature)).is_ok()
+    }
+}
+
+#[cfg(feature = "p256")]
+mod candidate {
+    use super::*;
+    use p256::ecdsa::{signature::hazmat::PrehashVerifier, Signature, VerifyingKey};
+    pub const NAME: &str = "p256";
+    pub const SIGNATURE: [u8; 64] = P256_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        let Ok(key) = VerifyingKey::from_sec1_bytes(black_box(&P256_PUBLIC)) else {
+            return false;
+        };
+        let Ok(signature) = Signature::from_slice(signature) else {
+            return false;
+        };
+        key.verify_prehash(&DIGEST, &signature).is_ok()
+    }
+}
+
+#[cfg(feature = "p256-13")]
+mod candidate {
+    use super::*;
+    use p256_13::ecdsa::{signature::hazmat::PrehashVerifier, Signature, VerifyingKey};
+    pub const NAME: &str = "p256-13";
+    pub const SIGNATURE: [u8; 64] = P256_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        let Ok(key) = VerifyingKey::from_sec1_bytes(black_box(&P256_PUBLIC)) else {
+            return false;
+        };
+        let Ok(signature) = Signature::from_slice(signature) else {
+            return false;
+        };
+        key.verify_prehash(&DIGEST, &signature).is_ok()
+    }
+}
+
+#[cfg(feature = "p256-cortex-m4")]
+mod candidate {
+    use super::*;
+    use p256_cortex_m4::{PublicKey, Signature};
+    pub const NAME: &str = "p256-cortex-m4";
+    pub const SIGNATURE: [u8; 64] = P256_SIGNATURE;
+    pub fn verify(signature: &[u8; 64]) -> bool {
+        let Ok(key) = PublicKey::from_sec1_bytes(black_box(&P256_PUBLIC)) else {
+            return false;
+        };
+        let Ok(signature) = Signature::from_untagged_bytes(signature) else {
+            return false;
+        };
+        key.verify_prehashed(&DIGEST, &signature)
+    }
+}
+
+/// Byte `index` of the stand-in model (the same function as in build.rs).
+#[cfg(feature = "sha2")]
+fn model_byte(index: usize) -> u8 {
+    ((index as u32).wrapping_mul(2_654_435_761) >> 24) as u8
+}
+
+#[cfg(feature = "sha2")]
+fn run() {
+    use sha2::{Digest, Sha256};
+    let mut model = [0u8; MODEL_LEN];
+    for (index, byte) in model.iter_mut().enumerate() {
+        *byte = model_byte(index);
+    }
+    let digest_is = |model: &[u8], expected: &[u8; 32]| {
+        let digest: [u8; 32] = Sha256::digest(black_box(model)).into();
+        digest == *expected
+    };
+    let ticks = median_ticks(|| digest_is(&model, &DIGEST));
+    model[MODEL_LEN / 2] ^= 1;
+    if digest_is(&model, &DIGEST) {
+        fail("a changed model hashed to the signed digest");
+    }
+    hprintln!("hash sha2 {} KiB: {} ticks", MODEL_LEN / 1024, ticks);
+}
+
+#[cfg(not(feature = "sha2"))]
+fn run() {
+    let signature = black_box(candidate::SIGNATURE);
+    let ticks = median_ticks(|| candidate::verify(black_box(&signature)));
+    let mut flipped = signature;
+    flipped[0] ^= 1;
+    if candidate::verify(black_box(&flipped)) {
+        fail("a signature with one bit flipped verified");
+    }
+    hprintln!("verify {}: {} ticks", candidate::NAME, ticks);
+}
+
+#[entry]
+fn main() -> ! {
+    let Some(peripherals) = cortex_m::Peripherals::take() else {
+        fail("core peripherals taken twice");
+    };
+    start_ticks(peripherals.SYST);
+    run();
+    debug::exit(debug::EXIT_SUCCESS);
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
