@@ -22,9 +22,12 @@ fn main() {
             let key = synaptic_sign::Key::from_pem(&text).unwrap_or_else(|e| {
                 panic!("CONFIG_SYNAPTIC_STORE_SIGNATURE_KEY_FILE ({}): {e}", pem.display())
             });
-            let algorithm = match key.algorithm() {
-                synaptic_store::signature::Algorithm::Ed25519 => "Ed25519",
-                synaptic_store::signature::Algorithm::EcdsaP256 => "EcdsaP256",
+            // The one algorithm linked is the key's (`VERIFIER`).
+            let (algorithm, verifier) = match key.algorithm() {
+                synaptic_store::signature::Algorithm::Ed25519 => ("Ed25519", "verify_ed25519"),
+                synaptic_store::signature::Algorithm::EcdsaP256 => {
+                    ("EcdsaP256", "verify_ecdsa_p256")
+                }
             };
             let bytes = key.public_bytes();
             let mut list = String::new();
@@ -35,13 +38,17 @@ fn main() {
                 code,
                 "/// The public key of CONFIG_SYNAPTIC_STORE_SIGNATURE_KEY_FILE.\n\
                  pub const TRUSTED_KEYS: &[PublicKey<'static>] = &[PublicKey {{ \
-                 algorithm: Algorithm::{algorithm}, bytes: &[{list}] }}];"
+                 algorithm: Algorithm::{algorithm}, bytes: &[{list}] }}];\n\
+                 /// Its algorithm's check.\n\
+                 pub const VERIFIER: Verifier = synaptic_store::signature::{verifier};"
             )
             .unwrap();
         }
         None => code.push_str(
             "/// No key configured (CONFIG_SYNAPTIC_STORE_SIGNATURE_KEY_FILE empty).\n\
-             pub const TRUSTED_KEYS: &[PublicKey<'static>] = &[];\n",
+             pub const TRUSTED_KEYS: &[PublicKey<'static>] = &[];\n\
+             /// Never called (no key).\n\
+             pub const VERIFIER: Verifier = |_, _, _| false;\n",
         ),
     }
     std::fs::write(out.join("trusted_key.rs"), code).unwrap();

@@ -165,20 +165,47 @@ impl PublicKey<'_> {
         sha256(self.bytes)
     }
 
-    /// Whether `signature` signs `digest` under this key.
+    /// Whether `signature` signs `digest` under this key ([`verify_any`]).
     pub fn verifies(&self, digest: &[u8; 32], signature: &[u8; 64]) -> bool {
-        match self.algorithm {
-            #[cfg(feature = "ed25519")]
-            Algorithm::Ed25519 => ed25519(self.bytes, digest, signature),
-            #[cfg(feature = "ecdsa-p256")]
-            Algorithm::EcdsaP256 => p256(self.bytes, digest, signature),
-            #[allow(unreachable_patterns)]
-            _ => {
-                let _ = (digest, signature);
-                false
-            }
+        verify_any(self, digest, signature)
+    }
+}
+
+/// A signature check: whether a signature signs a digest under a key.
+/// A [`Trust`] holds one, so that a firmware links only the algorithm of
+/// the key it trusts ([`Trust::with_verifier`]).
+pub type Verifier = fn(&PublicKey<'_>, &[u8; 32], &[u8; 64]) -> bool;
+
+/// Every algorithm this build has (cargo features `ed25519`, `ecdsa-p256`).
+pub fn verify_any(key: &PublicKey<'_>, digest: &[u8; 32], signature: &[u8; 64]) -> bool {
+    match key.algorithm {
+        #[cfg(feature = "ed25519")]
+        Algorithm::Ed25519 => ed25519(key.bytes, digest, signature),
+        #[cfg(feature = "ecdsa-p256")]
+        Algorithm::EcdsaP256 => p256(key.bytes, digest, signature),
+        #[allow(unreachable_patterns)]
+        _ => {
+            let _ = (digest, signature);
+            false
         }
     }
+}
+
+/// Ed25519 only (other keys never verify).
+#[cfg(feature = "ed25519")]
+pub fn verify_ed25519(key: &PublicKey<'_>, digest: &[u8; 32], signature: &[u8; 64]) -> bool {
+    key.algorithm == Algorithm::Ed25519 && ed25519(key.bytes, digest, signature)
+}
+
+/// ECDSA P-256 only (other keys never verify).
+#[cfg(feature = "ecdsa-p256")]
+pub fn verify_ecdsa_p256(key: &PublicKey<'_>, digest: &[u8; 32], signature: &[u8; 64]) -> bool {
+    key.algorithm == Algorithm::EcdsaP256 && p256(key.bytes, digest, signature)
+}
+
+/// No algorithm: what a trust without keys holds (it never verifies).
+fn verify_none(_: &PublicKey<'_>, _: &[u8; 32], _: &[u8; 64]) -> bool {
+    false
 }
 
 #[cfg(feature = "ed25519")]
@@ -213,10 +240,20 @@ fn p256(key: &[u8], digest: &[u8; 32], signature: &[u8; 64]) -> bool {
 ///   signed by one of the keys install; unsigned ones are refused.
 /// * Keys, not required: unsigned containers install; signed ones must
 ///   verify under one of the keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct Trust<'k> {
     keys: &'k [PublicKey<'k>],
     required: bool,
+    verifier: Verifier,
+}
+
+impl core::fmt::Debug for Trust<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Trust")
+            .field("keys", &self.keys)
+            .field("required", &self.required)
+            .finish()
+    }
 }
 
 impl<'k> Trust<'k> {
@@ -224,9 +261,11 @@ impl<'k> Trust<'k> {
     pub const NONE: Trust<'static> = Trust {
         keys: &[],
         required: false,
+        verifier: verify_none,
     };
 
-    /// Trust `keys`; with `required`, refuse unsigned containers.
+    /// Trust `keys`, checked with every algorithm this build has
+    /// ([`verify_any`]); with `required`, refuse unsigned containers.
     ///
     /// # Errors
     ///
@@ -234,6 +273,21 @@ impl<'k> Trust<'k> {
     /// algorithm this build cannot verify, or signatures are required and
     /// no key is given (nothing could install).
     pub fn new(keys: &'k [PublicKey<'k>], required: bool) -> Result<Trust<'k>, StoreError> {
+        Trust::with_verifier(keys, required, verify_any)
+    }
+
+    /// As [`new`](Self::new), checked with `verifier` alone (a firmware
+    /// that trusts an Ed25519 key passes [`verify_ed25519`], and links no
+    /// P-256 code).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_verifier(
+        keys: &'k [PublicKey<'k>],
+        required: bool,
+        verifier: Verifier,
+    ) -> Result<Trust<'k>, StoreError> {
         let bad = |k: &PublicKey<'_>| {
             !k.algorithm.supported()
                 || k.bytes.len() != k.algorithm.key_len()
@@ -242,7 +296,11 @@ impl<'k> Trust<'k> {
         if keys.iter().any(bad) || (required && keys.is_empty()) {
             return Err(StoreError::BadKey);
         }
-        Ok(Trust { keys, required })
+        Ok(Trust {
+            keys,
+            required,
+            verifier,
+        })
     }
 
     /// Whether unsigned containers are refused.
@@ -297,7 +355,7 @@ impl<'k> Trust<'k> {
             return Ok(());
         }
         let digest = signed_digest(header, &b.payload_digest);
-        if !self.key(b)?.verifies(&digest, &b.signature) {
+        if !(self.verifier)(self.key(b)?, &digest, &b.signature) {
             return Err(StoreError::BadSignature);
         }
         Ok(())
