@@ -141,3 +141,29 @@ fn update_then_rollback() {
         assert_eq!(store.active("m1").unwrap().header.version, 1);
     });
 }
+
+#[test]
+fn activation_switches_only_to_the_slot_verified_and_nothing_after_a_new_begin() {
+    with_store(|store, ota| {
+        let v1 = image("m1", 1, 3000);
+        ota.begin(store, "m1", v1.len()).unwrap();
+        stream(store, ota, &v1, 512).unwrap();
+        ota.finish(store).unwrap();
+        assert_eq!(ota.activate(store), Ok(1));
+        // Version 2 verified, then a third update begins (its preamble in,
+        // so the store writes the slot version 2 was verified in): there is
+        // nothing verified to switch to any more.
+        let v2 = image("m1", 2, 3000);
+        ota.begin(store, "m1", v2.len()).unwrap();
+        stream(store, ota, &v2, 512).unwrap();
+        ota.finish(store).unwrap();
+        let v3 = image("m1", 3, 3000);
+        ota.begin(store, "m1", v3.len()).unwrap();
+        stream(store, ota, &v3[..HEADER_LEN + 10], 512).unwrap();
+        assert_eq!(
+            store.activate("m1"),
+            Err(synaptic_store::StoreError::NothingStaged)
+        );
+        assert_eq!(store.active("m1").map(|l| l.header.version), Ok(1));
+    });
+}
