@@ -242,6 +242,22 @@ def breakdown(sections, classes) -> dict[str, list[int]]:
     return totals
 
 
+# The crates of the model store's signature check (synaptic-store's
+# `signature` module, its hash and its two algorithms with what they pull
+# in): their flash is one line of each image that links them.
+VERIFY_CRATES = frozenset({
+    "ed25519_dalek", "curve25519_dalek", "ed25519", "sha2", "digest", "block_buffer",
+    "crypto_common", "p256", "ecdsa", "elliptic_curve", "primeorder", "primefield",
+    "crypto_bigint", "ff", "group", "sec1", "subtle", "signature", "hybrid_array",
+})
+
+
+def verification_bytes(totals: dict[str, list[int]]) -> int:
+    """Flash of the signature check's crates in one image's breakdown."""
+    return sum(flash for comp, (flash, _) in totals.items()
+               if comp.startswith("rust ") and comp[5:] in VERIFY_CRATES)
+
+
 def top_symbols(nm_out: str, count: int) -> list[tuple[int, str, str]]:
     """(size, nm type, demangled name) of the largest symbols, largest
     first, from `nm -S --size-sort --demangle` output."""
@@ -261,6 +277,11 @@ def report_breakdown(elf: pathlib.Path) -> None:
         classes = section_classes(run("arm-none-eabi-readelf", "-SW", str(elf)), segments)
         totals = breakdown(parse_map(mapfile.read_text(encoding="utf-8", errors="replace")), classes)
         ranked = sorted(totals.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+        verify = verification_bytes(totals)
+        if verify:
+            print(f"      signature verification (model store; "
+                  f"{', '.join(sorted(c[5:] for c in totals if c[5:] in VERIFY_CRATES))}): "
+                  f"{verify:,} B flash")
         for comp, (flash, ram) in ranked[:TOP_COMPONENTS]:
             print(f"      {comp:60} {flash:9} {ram:9}")
         rest = ranked[TOP_COMPONENTS:]
