@@ -98,7 +98,8 @@ zephyr_rust_files() {
 # (unit, property and host tests, the two-thread sweep checked for data
 # races), the shared-region and exchange views (synaptic-serve's unit tests
 # and its serving-layer tests, which hand out every slot's tensor slices),
-# the ABI's layout and exchange tests, and the tensor arena. The client tests
+# the ABI's layout and exchange tests, the tensor arena, and the model
+# store's container lengths on a 32-bit target. The client tests
 # stay with `cargo test`: many threads, minutes under the interpreter.
 # MIRIFLAGS: strict provenance, so no pointer is ever made from an integer.
 miri_tests() {
@@ -113,6 +114,9 @@ miri_tests() {
     "${miri[@]}" -p synaptic-abi --lib || status=1
     "${miri[@]}" -p synaptic-serve --lib --test server || status=1
     "${miri[@]}" -p synaptic-runtime --lib -- arena:: || status=1
+    # A container's lengths on a 32-bit usize, as on the cores: a hostile
+    # header's total must not wrap (found by fuzzing signed_container).
+    "${miri[@]}" -p synaptic-store --target i686-unknown-linux-gnu --test hostile_lengths || status=1
     return "$status"
 }
 
@@ -235,6 +239,27 @@ tier_zephyr() {
         grep -E "bytes of|store: |wall clock" "$log_dir/check.log" | sed 's/^/          | /'
     else
         echo "  FAIL    model update over the shell: twister built no samples/model_update"
+        tier_failed=$((tier_failed + 1))
+    fi
+    # The same over MCUmgr's SMP, on the SMP variant twister built: each of
+    # scripts/smp-qemu.sh's checks (upload, resume, verify, activate, confirm,
+    # the refusals) is a case.
+    local smp_elf
+    smp_elf="$(find "$out" -path '*sample.synaptic.model_update.smp/zephyr/zephyr.elf' | head -n 1)"
+    if [ -n "$smp_elf" ]; then
+        "$root/scripts/smp-qemu.sh" "$smp_elf" >"$log_dir/smp.log" 2>&1
+        local smp_status=$? smp_passed smp_failed
+        smp_passed="$(grep -c '^PASS ' "$log_dir/smp.log")"
+        smp_failed="$(grep -c '^FAIL ' "$log_dir/smp.log")"
+        sed -n 's/^PASS /  PASS    SMP: /p; s/^FAIL /  FAIL    SMP: /p' "$log_dir/smp.log"
+        if [ "$smp_failed" -gt 0 ] || [ "$smp_status" -ne 0 ]; then
+            grep -vE '^(PASS|FAIL) ' "$log_dir/smp.log" | tail -n 40 | sed 's/^/          | /'
+            [ "$smp_failed" -gt 0 ] || smp_failed=1
+        fi
+        tier_passed=$((tier_passed + smp_passed))
+        tier_failed=$((tier_failed + smp_failed))
+    else
+        echo "  FAIL    model update over SMP: twister built no samples/model_update SMP variant"
         tier_failed=$((tier_failed + 1))
     fi
     # The model store's build-time layout check: a store over CPU1's image

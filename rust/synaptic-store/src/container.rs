@@ -111,9 +111,12 @@ impl Header {
         HEADER_LEN + if self.signed { SIGNATURE_LEN } else { 0 }
     }
 
-    /// Bytes of the whole container.
+    /// Bytes of the whole container (`usize::MAX` when it cannot be
+    /// addressed: a hostile header's length near `u32::MAX` on a 32-bit
+    /// core, which no slot or buffer then matches).
     pub fn total_len(&self) -> usize {
-        self.preamble_len() + self.payload_len as usize
+        self.preamble_len()
+            .saturating_add(usize::try_from(self.payload_len).unwrap_or(usize::MAX))
     }
 
     /// The header's bytes.
