@@ -28,6 +28,10 @@
 #                       placement_model.png, and placement_phases.md (the
 #                       latency model on one emulated phase over 200
 #                       arrival sequences)
+#   <out>/signature.md  verification cycles and flash bytes on emulated
+#                       CPU0 (scripts/signature-bench.sh): no_std Ed25519
+#                       and P-256 crates over a digest, and the store's own
+#                       check of a signed micro_speech container
 #   <out>/ring.txt      the ring's push/pop cost beside heapless's queue and
 #                       k_msgq (tests/ipc on qemu_cortex_m3, emulated cycles)
 #   <out>/footprint.txt scripts/image_report.py over dual_model (AN521 and
@@ -37,7 +41,7 @@
 #
 #   scripts/bench.sh [output directory]      (default: build/bench)
 #
-# About 40 minutes on two cores: every image is built pristine.
+# About 45 minutes on two cores: every image is built pristine.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -89,6 +93,11 @@ echo
 
 echo
 "$root/scripts/placement-bench.sh" "$out"
+
+# Verification cycles and flash bytes: the signature crates and the store's
+# check of a whole signed container, on emulated CPU0 (<out>/signature.md).
+echo
+"$root/scripts/signature-bench.sh" "$out"
 
 # The ring against its peers, in one emulated run.
 echo

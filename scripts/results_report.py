@@ -4,7 +4,7 @@
     results_report.py OUT_DIR
 
 Reads what scripts/bench.sh left in OUT_DIR (console.txt of the offload
-benchmark, tflite.md, placement.md, ring.txt, footprint.txt) and writes
+benchmark, tflite.md, placement.md, signature.md, ring.txt, footprint.txt) and writes
 OUT_DIR/results.md (also printed). A figure whose source is missing reads
 "not measured". The paper's figures are DESIGN.md's anchors (FRDM-MCXN947
 hardware unless noted, so its microseconds are not emulated ticks); RPMsg's
@@ -119,6 +119,17 @@ def main() -> int:
     ratios = [float(r) for r in re.findall(r"NPU-only [\d.]+/s \(([\d.]+)x\)", read(out / "placement.md"))]
     row("EFT throughput over NPU-only, best load (host simulator)",
         f"{max(ratios):.2f}x" if ratios else MISSING, "NPU only", "MEERKAT: up to ~2x")
+
+    # The store's check of the signed micro_speech container, beside the
+    # bare crate it verifies with (scripts/signature-bench.sh).
+    signature = read(out / "signature.md")
+    for algorithm in ("Ed25519", "P-256"):
+        m = re.search(rf"^\| \S+ \| synaptic-store \S+ \({algorithm}\), micro_speech container \| (\S+) \| "
+                      r"(\d+) \| (\d+) \| (\d+) \| (\d+) \|", signature, re.M)
+        row(f"signed micro_speech container check, {algorithm}: emulated CPU0 ticks; flash B",
+            f"{int(m[4]):,}; {int(m[2]):,} B" if m else MISSING, "",
+            f"{m[1]} alone, over a digest: {int(m[4]) - int(m[5]):,}; {int(m[2]) - int(m[3]):,} B"
+            if m else MISSING)
 
     sizes = footprint(read(out / "footprint.txt"))
     row("FRDM dual_model CPU0 flash / RAM", kb(sizes.get("frdm/dual_model")), PAPER["cpu0"])

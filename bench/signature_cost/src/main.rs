@@ -3,14 +3,22 @@
 //! Exactly one cargo feature picks what is measured: a candidate verifier
 //! (public key and signature parsed from bytes, then checked against the
 //! 32-byte digest, all inside the timed region), `sha2` (hashing the 64 KiB
-//! stand-in model), or `baseline` (the same I/O with a byte comparison in
-//! place of the check, so a candidate's flash is its build minus this one).
+//! stand-in model), a store variant (`store-ed25519`, `store-ecdsa-p256`:
+//! the project's own `synaptic_store::container::check` of the whole signed
+//! micro_speech container in flash, as CPU0's store checks an update at its
+//! end), or `baseline` (the same I/O with a byte comparison in place of the
+//! check, so a candidate's flash is its build minus this one).
+//!
+//! Every build holds the signed container in flash (the model is on the
+//! device whatever checks it), so the baseline subtracts it too.
 //!
 //! Time is SysTick on the processor clock, reload 0xFF_FFFF, with its wraps
 //! counted: what Zephyr's `k_cycle_get_32` reads on mps2/an521. The figure
 //! printed is the median of five runs. Each build also checks that the
 //! negative case fails (a signature with one bit flipped, a model with one
-//! byte changed); any failed check prints `FAIL` and exits QEMU with 1.
+//! byte changed; for the store, a payload bit and a signature bit flipped,
+//! each refused for its own reason); any failed check prints `FAIL` and
+//! exits QEMU with 1.
 
 #![no_std]
 #![no_main]
@@ -30,6 +38,16 @@ use vectors::*;
 
 const RUNS: usize = 5;
 
+/// The signed micro_speech container (header, signature block, payload),
+/// signed under the P-256 key for `store-ecdsa-p256` and under the Ed25519
+/// key otherwise: both are `CONTAINER_LEN` bytes, so every build's flash
+/// holds the same amount.
+static CONTAINER: &[u8; CONTAINER_LEN] = if cfg!(feature = "store-ecdsa-p256") {
+    include_bytes!(concat!(env!("OUT_DIR"), "/p256.syn"))
+} else {
+    include_bytes!(concat!(env!("OUT_DIR"), "/ed25519.syn"))
+};
+
 const SELECTED: usize = cfg!(feature = "baseline") as usize
     + cfg!(feature = "ed25519-dalek") as usize
     + cfg!(feature = "ed25519-dalek-2") as usize
@@ -38,10 +56,17 @@ const SELECTED: usize = cfg!(feature = "baseline") as usize
     + cfg!(feature = "p256") as usize
     + cfg!(feature = "p256-13") as usize
     + cfg!(feature = "p256-cortex-m4") as usize
-    + cfg!(feature = "sha2") as usize;
+    + cfg!(feature = "sha2") as usize
+    + cfg!(feature = "store-ed25519") as usize
+    + cfg!(feature = "store-ecdsa-p256") as usize;
 // The `-fast` and `-opt-size` variants turn on their crate's feature as
-// well, so count as one.
+// well, so count as one; `breakdown` goes with a store variant.
 const _: () = assert!(SELECTED == 1, "build with exactly one feature");
+const _: () = assert!(
+    !cfg!(feature = "breakdown")
+        || cfg!(any(feature = "store-ed25519", feature = "store-ecdsa-p256")),
+    "`breakdown` times the parts of a store variant's check"
+);
 
 /// SysTick wraps since start; only this core's SysTick handler writes it.
 static WRAPS: AtomicU32 = AtomicU32::new(0);
@@ -277,7 +302,97 @@ fn run() {
     hprintln!("hash sha2 {} KiB: {} ticks", MODEL_LEN / 1024, ticks);
 }
 
-#[cfg(not(feature = "sha2"))]
+#[cfg(any(feature = "store-ed25519", feature = "store-ecdsa-p256"))]
+fn run() {
+    use synaptic_store::container::check;
+    use synaptic_store::signature::{Algorithm, PublicKey, Trust, Verifier};
+    use synaptic_store::{StoreError, HEADER_LEN};
+
+    #[cfg(feature = "store-ed25519")]
+    let (name, key, verifier) = (
+        "store-ed25519",
+        PublicKey {
+            algorithm: Algorithm::Ed25519,
+            bytes: &ED25519_PUBLIC,
+        },
+        synaptic_store::signature::verify_ed25519 as Verifier,
+    );
+    #[cfg(feature = "store-ecdsa-p256")]
+    let (name, key, verifier) = (
+        "store-ecdsa-p256",
+        PublicKey {
+            algorithm: Algorithm::EcdsaP256,
+            bytes: &P256_PUBLIC,
+        },
+        synaptic_store::signature::verify_ecdsa_p256 as Verifier,
+    );
+    let keys = [key];
+    // What a firmware that trusts one key does: that key, signatures
+    // required, its algorithm's verifier alone.
+    let verdict = |bytes: &[u8]| -> Result<(), StoreError> {
+        let trust = Trust::with_verifier(black_box(&keys), true, verifier)?;
+        check(black_box(bytes), &trust, 0).map(|_| ())
+    };
+    let ticks = median_ticks(|| verdict(CONTAINER).is_ok());
+
+    let mut copy = *CONTAINER;
+    let payload = CONTAINER_LEN - PAYLOAD_LEN;
+    copy[payload + PAYLOAD_LEN / 2] ^= 1;
+    if verdict(&copy) != Err(StoreError::CrcMismatch) {
+        fail("a payload with one bit flipped was not refused by its CRC");
+    }
+    copy = *CONTAINER;
+    // The signature's first byte, after the header and the block's 72
+    // bytes of magic, algorithm, key id and payload digest.
+    copy[HEADER_LEN + 72] ^= 1;
+    if verdict(&copy) != Err(StoreError::BadSignature) {
+        fail("a signature with one bit flipped was not refused");
+    }
+
+    #[cfg(feature = "breakdown")]
+    breakdown(&key, verifier);
+    hprintln!("verify {}: {} ticks", name, ticks);
+}
+
+/// Where a store variant's time goes, each part timed alone in the same
+/// code (a separate build, so that the variant's flash figure holds none
+/// of this): the payload's CRC32 and SHA-256, which grow with the payload,
+/// and the signature over the signed digest.
+#[cfg(all(
+    feature = "breakdown",
+    any(feature = "store-ed25519", feature = "store-ecdsa-p256")
+))]
+fn breakdown(
+    key: &synaptic_store::signature::PublicKey<'_>,
+    verifier: synaptic_store::signature::Verifier,
+) {
+    use synaptic_store::signature::{sha256, signed_digest, SignatureBlock};
+    use synaptic_store::{crc32, Header, HEADER_LEN};
+
+    let (Ok(header), Ok(block)) = (
+        Header::decode(CONTAINER),
+        SignatureBlock::decode(&CONTAINER[HEADER_LEN..]),
+    ) else {
+        fail("the container does not decode");
+    };
+    let payload = &CONTAINER[CONTAINER_LEN - PAYLOAD_LEN..];
+    let crc = median_ticks(|| crc32(black_box(payload)) == header.payload_crc);
+    let sha = median_ticks(|| sha256(black_box(payload)) == block.payload_digest);
+    let Ok(head) = <&[u8; HEADER_LEN]>::try_from(&CONTAINER[..HEADER_LEN]) else {
+        fail("the container is shorter than a header");
+    };
+    let digest = signed_digest(head, &block.payload_digest);
+    let signature = median_ticks(|| verifier(black_box(key), &digest, &block.signature));
+    hprintln!("part crc32 {} B: {} ticks", PAYLOAD_LEN, crc);
+    hprintln!("part sha256 {} B: {} ticks", PAYLOAD_LEN, sha);
+    hprintln!("part signature: {} ticks", signature);
+}
+
+#[cfg(not(any(
+    feature = "sha2",
+    feature = "store-ed25519",
+    feature = "store-ecdsa-p256"
+)))]
 fn run() {
     let signature = black_box(candidate::SIGNATURE);
     let ticks = median_ticks(|| candidate::verify(black_box(&signature)));
@@ -295,6 +410,8 @@ fn main() -> ! {
         fail("core peripherals taken twice");
     };
     start_ticks(peripherals.SYST);
+    // Every build links the container, the baseline too (see `CONTAINER`).
+    black_box(CONTAINER);
     run();
     debug::exit(debug::EXIT_SUCCESS);
     loop {
