@@ -19,6 +19,9 @@ ring cost: push 20.50 cycles, pop 18.00 cycles, push+pop 40.25 cycles (1000 roun
 heapless::spsc::Queue cost: push 10.00 cycles, pop 10.00 cycles, push+pop 22.00 cycles (1000 round trips, k_cycle_get_32 units)
 ring cost: push 99.00 cycles, pop 99.00 cycles, push+pop 99.00 cycles (1000 round trips, k_cycle_get_32 units)
 """
+SIGNATURE = """\
+| store-ed25519 | synaptic-store 0.1.0 (Ed25519), micro_speech container | ed25519-dalek | 55784 | 11628 | 6846959 | 2149021 | 107.9 (20.5 + 87.4) | 4765617 | 69720 | 6395728 |
+"""
 FOOTPRINT = """\
 == frdm
   image                      flash B     RAM B
@@ -55,6 +58,7 @@ def test_report(tmp_path, monkeypatch):
     (tmp_path / "console.txt").write_text(CONSOLE)
     (tmp_path / "ring.txt").write_text(RING)
     (tmp_path / "footprint.txt").write_text(FOOTPRINT)
+    (tmp_path / "signature.md").write_text(SIGNATURE)
     (tmp_path / "sweep.png").write_bytes(b"")
     monkeypatch.setattr(sys, "argv", ["results_report.py", str(tmp_path)])
     assert rr.main() == 0
@@ -66,6 +70,8 @@ def test_report(tmp_path, monkeypatch):
     assert "| 2,031 / 2,038 |" in text
     assert "| 20.50 / 40.25 |" in text
     assert "15.9 KB / 8.1 KB" in text
-    # No tflite.md or placement.md in the folder.
-    assert text.count(rr.MISSING) == 5
+    # The store's check and, beside it, the bare crate's (the difference).
+    assert "| 6,846,959; 55,784 B |  | ed25519-dalek alone, over a digest: 4,697,938; 44,156 B |" in text
+    # No tflite.md or placement.md in the folder, and no P-256 row.
+    assert text.count(rr.MISSING) == 7
     assert text.rstrip().endswith("Plots: sweep.png")
