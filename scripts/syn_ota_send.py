@@ -4,7 +4,8 @@
 
     syn_ota_send.py --port URL CONTAINER [--chunk BYTES] [--no-activate] [--list]
 
-CONTAINER is what `synaptic-pack pack` writes (96-byte header, then the
+CONTAINER is what `synaptic-pack pack` writes (96-byte header, for a
+signed container (format 2) its 136-byte signature block, then the
 .tflite); the model's name comes from its header. URL is anything pyserial
 opens: a device (/dev/ttyACM0), or socket://HOST:PORT for QEMU's
 `-serial tcp:HOST:PORT,server`. Each command waits for its answer line
@@ -20,6 +21,8 @@ import sys
 import time
 
 HEADER_LEN = 96
+# Format 2 (signed): the signature block between header and payload.
+SIGNATURE_LEN = 136
 MAGIC = b"SYNM"
 ANSWER = re.compile(r"ota: (ok \w+|\w+ failed: -?\d+.*)")
 
@@ -32,10 +35,12 @@ def parse_container(data: bytes) -> str:
     """The container's model name; raises ValueError if it is no container."""
     if len(data) < HEADER_LEN or data[:4] != MAGIC:
         raise ValueError("not a synaptic model container (no SYNM header)")
+    (fmt,) = struct.unpack_from("<H", data, 4)
     (payload_len,) = struct.unpack_from("<I", data, 44)
-    if HEADER_LEN + payload_len != len(data):
+    preamble = HEADER_LEN + (SIGNATURE_LEN if fmt == 2 else 0)
+    if preamble + payload_len != len(data):
         raise ValueError(
-            f"header says {payload_len} payload bytes, file has {len(data) - HEADER_LEN}"
+            f"header says {payload_len} payload bytes, file has {len(data) - preamble}"
         )
     name = data[8:40].split(b"\0", 1)[0].decode("utf-8")
     if not name:

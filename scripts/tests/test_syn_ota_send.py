@@ -113,3 +113,14 @@ def test_the_store_list_is_read_to_its_summary():
         "store: m: active v1, previous v0; ...",
         "store: 1 models, registry generation 3",
     ]
+
+
+def test_a_signed_container_is_sent_whole():
+    # Format 2: the 136-byte signature block between header and payload.
+    plain = container("kws", b"abcd")
+    signed = plain[:4] + struct.pack("<H", 2) + plain[6:96] + bytes(136) + plain[96:]
+    assert sender.parse_container(signed) == "kws"
+    with pytest.raises(ValueError, match="payload bytes"):
+        sender.parse_container(signed[:-1])
+    with pytest.raises(ValueError, match="payload bytes"):
+        sender.parse_container(plain[:4] + struct.pack("<H", 2) + plain[6:])
