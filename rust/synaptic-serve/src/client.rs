@@ -953,20 +953,27 @@ where
             .max()
             .unwrap_or(0);
         let mut offset = 0;
+        // A chunk is answered -EBUSY, untouched, while another thread of
+        // CPU0 holds the store: sent again.
         while offset < total {
             let n = (total - offset).min(largest);
-            self.update_step(
-                &mut due,
-                polled,
-                None,
-                UPDATE_OP_DATA,
-                offset as u32,
-                n,
-                |chunk| fill(offset, chunk),
-            )?;
+            self.while_busy(&mut due, |due| {
+                self.update_step(
+                    due,
+                    polled,
+                    None,
+                    UPDATE_OP_DATA,
+                    offset as u32,
+                    n,
+                    |chunk| fill(offset, chunk),
+                )
+            })?;
             offset += n;
         }
-        self.update_step(&mut due, polled, None, UPDATE_OP_FINISH, 0, 0, |_| {})?;
+        // CPU0 may verify off its serving thread: -EBUSY until it is done.
+        self.while_busy(&mut due, |due| {
+            self.update_step(due, polled, None, UPDATE_OP_FINISH, 0, 0, |_| {})
+        })?;
         self.while_busy(&mut due, |due| {
             self.update_step(due, polled, None, UPDATE_OP_ACTIVATE, 0, 0, |_| {})
         })

@@ -1408,8 +1408,14 @@ impl<'a, const N: usize, const E: usize> Server<'a, N, E> {
             let Ok(info) = rt.registry.info(serving) else {
                 continue;
             };
-            let Ok(active) = updates.active(info.name.as_str()) else {
-                continue;
+            let active = match updates.active(info.name.as_str()) {
+                Ok(active) => active,
+                // The store is busy (another thread holds it): again later.
+                Err(Errno::Busy) => {
+                    result = Err(ServeError::Busy);
+                    continue;
+                }
+                Err(_) => continue,
             };
             if (active.version, active.crc32) == (info.version, info.crc32) {
                 continue;
