@@ -997,10 +997,7 @@ where
     ///
     /// As [`rollback_model`](Self::rollback_model).
     pub fn rollback_model_waiting(&self, wait: Wait, timeout: Timeout) -> Result<u32, ClientError> {
-        let polled = matches!(wait, Wait::Poll);
-        self.while_busy(&mut Due::After(timeout), |due| {
-            self.update_step(due, polled, None, UPDATE_OP_ROLLBACK, 0, 0, |_| {})
-        })
+        self.store_step(UPDATE_OP_ROLLBACK, wait, timeout)
     }
 
     /// Confirm the version CPU0's store last activated (it runs as it
@@ -1023,9 +1020,15 @@ where
     ///
     /// As [`confirm_model`](Self::confirm_model).
     pub fn confirm_model_waiting(&self, wait: Wait, timeout: Timeout) -> Result<u32, ClientError> {
+        self.store_step(UPDATE_OP_CONFIRM, wait, timeout)
+    }
+
+    /// A `MODEL_UPDATE` step on the store alone (rollback, confirm): no
+    /// name, no data; sent again while CPU0 answers `-EBUSY`.
+    fn store_step(&self, op: u32, wait: Wait, timeout: Timeout) -> Result<u32, ClientError> {
         let polled = matches!(wait, Wait::Poll);
         self.while_busy(&mut Due::After(timeout), |due| {
-            self.update_step(due, polled, None, UPDATE_OP_CONFIRM, 0, 0, |_| {})
+            self.update_step(due, polled, None, op, 0, 0, |_| {})
         })
     }
 
