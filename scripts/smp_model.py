@@ -37,14 +37,14 @@ import asyncio
 import hashlib
 import json
 import logging
-import struct
 import sys
 import time
 from enum import IntEnum, unique
+from pathlib import Path
 
-HEADER_LEN = 96
-SIGNATURE_LEN = 136
-MAGIC = b"SYNM"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from syn_ota_send import parse_header  # noqa: E402
+
 SLOT_NAMES = {0: "empty", 1: "valid", 2: "staging"}
 
 
@@ -76,20 +76,9 @@ class Refused(Exception):
 
 
 def parse_container(data: bytes) -> tuple[str, int]:
-    """The container's model name and version; ValueError if it is none."""
-    if len(data) < HEADER_LEN or data[:4] != MAGIC:
-        raise ValueError("not a synaptic model container (no SYNM header)")
-    (fmt,) = struct.unpack_from("<H", data, 4)
-    (version, payload_len) = struct.unpack_from("<II", data, 40)
-    preamble = HEADER_LEN + (SIGNATURE_LEN if fmt == 2 else 0)
-    if preamble + payload_len != len(data):
-        raise ValueError(
-            f"header says {payload_len} payload bytes, file has {len(data) - preamble}"
-        )
-    name = data[8:40].split(b"\0", 1)[0].decode("utf-8")
-    if not name:
-        raise ValueError("container names no model")
-    return name, version
+    """The container's model name and version; ValueError if it is none
+    (the shell sender's check: both formats)."""
+    return parse_header(data)
 
 
 def messages(group_id: int):

@@ -31,12 +31,13 @@ class OtaError(Exception):
     """The board refused a step, or did not answer."""
 
 
-def parse_container(data: bytes) -> str:
-    """The container's model name; raises ValueError if it is no container."""
+def parse_header(data: bytes) -> tuple[str, int]:
+    """The container's model name and version; raises ValueError if it is
+    no container (either format)."""
     if len(data) < HEADER_LEN or data[:4] != MAGIC:
         raise ValueError("not a synaptic model container (no SYNM header)")
     (fmt,) = struct.unpack_from("<H", data, 4)
-    (payload_len,) = struct.unpack_from("<I", data, 44)
+    (version, payload_len) = struct.unpack_from("<II", data, 40)
     preamble = HEADER_LEN + (SIGNATURE_LEN if fmt == 2 else 0)
     if preamble + payload_len != len(data):
         raise ValueError(
@@ -45,7 +46,12 @@ def parse_container(data: bytes) -> str:
     name = data[8:40].split(b"\0", 1)[0].decode("utf-8")
     if not name:
         raise ValueError("container names no model")
-    return name
+    return name, version
+
+
+def parse_container(data: bytes) -> str:
+    """The container's model name; raises ValueError if it is no container."""
+    return parse_header(data)[0]
 
 
 class Link:
