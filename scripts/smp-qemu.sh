@@ -58,17 +58,9 @@ data[-1] ^= 0x01
 open(path, "wb").write(bytes(data))
 EOF
 
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-qemu-system-arm -cpu cortex-m33 -machine mps2-an521 -nographic -m 16 -vga none -net none \
-    -chardev "socket,id=uart,host=127.0.0.1,port=$port,server=on,wait=on,logfile=$work/console" \
-    -serial chardev:uart -monitor none -icount shift=7,align=off,sleep=off -rtc clock=vm \
-    -kernel "$elf" >"$work/qemu.log" 2>&1 </dev/null &
-qemu_pid=$!
-for _ in $(seq 50); do
-    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port)).close()" 2>/dev/null && break
-    sleep 0.1
-done
-# The probe above was QEMU's first client; each smp_model.py run is the next.
+# shellcheck source=scripts/lib/qemu-uart.sh
+. "$root/scripts/lib/qemu-uart.sh"
+qemu_uart_start "$elf" "$work"
 
 url="socket://127.0.0.1:$port"
 smp() {
