@@ -187,7 +187,8 @@ impl Flash for ZephyrFlash {
 /// The public key of CONFIG_SYNAPTIC_STORE_SIGNATURE_KEY_FILE, embedded by
 /// the build script (`TRUSTED_KEYS`).
 mod trusted {
-    use synaptic_store::signature::{Algorithm, PublicKey};
+    #[allow(unused_imports)]
+    use synaptic_store::signature::{Algorithm, PublicKey, Verifier};
     include!(concat!(env!("OUT_DIR"), "/trusted_key.rs"));
 }
 
@@ -199,9 +200,10 @@ mod trusted {
 /// [`StoreError::BadKey`] when the key cannot be used: the store then
 /// does not open (no update installs unchecked).
 pub fn trust() -> Result<synaptic_store::signature::Trust<'static>, StoreError> {
-    synaptic_store::signature::Trust::new(
+    synaptic_store::signature::Trust::with_verifier(
         trusted::TRUSTED_KEYS,
         cfg!(CONFIG_SYNAPTIC_STORE_SIGNATURE_REQUIRED),
+        trusted::VERIFIER,
     )
 }
 
@@ -255,16 +257,22 @@ pub mod ota {
     /// Run `f` on the store (opened on first use) and the update; `None`
     /// when the store cannot be opened.
     fn with_opened<T>(f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> T) -> Option<T> {
-        let mut guard = UPDATES.lock();
-        let u = &mut *guard;
+        run_opened(&mut UPDATES.lock(), f)
+    }
+
+    /// `f` on the store (opened on first use) and the update, the lock
+    /// held by the caller.
+    fn run_opened<T>(
+        u: &mut Updates,
+        f: impl FnOnce(&mut Store<ZephyrFlash, MODELS>, &mut Ota) -> T,
+    ) -> Option<T> {
         if u.store.is_none() {
-            let opened = ZephyrFlash::open()
-                .and_then(|flash| {
-                    let layout = Layout::new(&flash, MODELS, SLOT)?;
-                    let (mut store, _) = Store::open(flash, layout)?;
-                    store.set_trust(super::trust()?);
-                    Ok(store)
-                });
+            let opened = ZephyrFlash::open().and_then(|flash| {
+                let layout = Layout::new(&flash, MODELS, SLOT)?;
+                let (mut store, _) = Store::open(flash, layout)?;
+                store.set_trust(super::trust()?);
+                Ok(store)
+            });
             u.store = Some(opened.ok()?);
         }
         let store = u.store.as_mut()?;
@@ -280,17 +288,138 @@ pub mod ota {
     /// The store as the inference service's serving layer drives it for
     /// CPU1's `MODEL_UPDATE` requests (`synaptic_serve::Runtime::updates`):
     /// the same store and update state as the shell's `syn ota` and the C
-    /// API, under the same lock.
+    /// API, under the same lock. The serving thread never waits for that
+    /// lock: while another thread holds it (the verifier below, the shell
+    /// streaming an update) CPU1's update step is answered `-EBUSY`, which
+    /// its client sends again after a status round trip; inferences go on.
     pub struct ServiceUpdates;
 
     fn with_updates<T>(
         f: impl FnOnce(&mut StoreUpdates<'_, ZephyrFlash, MODELS>) -> Result<T, Errno>,
     ) -> Result<T, Errno> {
-        with_opened(|store, ota| f(&mut StoreUpdates::new(store, ota))).unwrap_or(Err(Errno::Io))
+        let Some(mut guard) = UPDATES.try_lock() else {
+            return Err(Errno::Busy);
+        };
+        run_opened(&mut guard, |store, ota| {
+            f(&mut StoreUpdates::new(store, ota))
+        })
+        .unwrap_or(Err(Errno::Io))
+    }
+
+    /// CPU1's finish, verified off the serving thread: the hash of the
+    /// container read back from flash and its signature take milliseconds
+    /// of CPU0, which the serving thread spends on inferences instead.
+    #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+    mod verifier {
+        use core::ffi::c_void;
+        use core::ptr::null_mut;
+        use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
+
+        use synaptic_abi::Errno;
+        use synaptic_ipc::{Semaphore as _, Timeout};
+        use synaptic_serve::update::ota_errno;
+        use zephyr::thread::{stack_len, ThreadStack};
+
+        use super::with_opened;
+        use crate::sync::KernelSemaphore;
+        use crate::thread::StaticThread;
+
+        const IDLE: u8 = 0;
+        const RUNNING: u8 = 1;
+        const DONE: u8 = 2;
+
+        /// Where CPU1's finish stands.
+        static STATE: AtomicU8 = AtomicU8::new(IDLE);
+        /// A finished verification's result: 0 or a negative errno.
+        static RESULT: AtomicI32 = AtomicI32::new(0);
+        /// The longest verification so far, `k_cycle_get_32` ticks.
+        static LONGEST: AtomicU32 = AtomicU32::new(0);
+
+        /// The longest verification the verifier thread ran, in
+        /// `k_cycle_get_32` ticks (finish of CPU1's update: the container
+        /// read back from flash, hashed, its signature checked).
+        pub fn longest_ticks() -> u32 {
+            LONGEST.load(Ordering::Relaxed)
+        }
+        /// Given for each verification to run.
+        static START: KernelSemaphore = KernelSemaphore::new(0, 1);
+        static THREAD: StaticThread = StaticThread::new();
+        #[unsafe(link_section = ".noinit.synaptic_verifier_stack")]
+        static STACK: ThreadStack<{ stack_len(VERIFY_STACK) }> = ThreadStack::new();
+        const VERIFY_STACK: usize =
+            zephyr::kconfig::CONFIG_SYNAPTIC_STORE_VERIFY_STACK_SIZE as usize;
+
+        extern "C" fn entry(_: *mut c_void, _: *mut c_void, _: *mut c_void) {
+            loop {
+                START.take(Timeout::Forever);
+                // Blocking: this thread is the one that may wait.
+                let result = with_opened(|store, ota| {
+                    // SAFETY: reading the cycle counter has no preconditions.
+                    let start = unsafe { zephyr::raw::k_cycle_get_32() };
+                    let result = ota.finish(store).map(drop);
+                    // SAFETY: as above.
+                    let ticks = unsafe { zephyr::raw::k_cycle_get_32() }.wrapping_sub(start);
+                    LONGEST.fetch_max(ticks, Ordering::Relaxed);
+                    result
+                });
+                let result = match result {
+                    Some(Ok(())) => 0,
+                    Some(Err(e)) => ota_errno(e).negative(),
+                    None => Errno::Io.negative(),
+                };
+                RESULT.store(result, Ordering::Relaxed);
+                STATE.store(DONE, Ordering::Release);
+            }
+        }
+
+        /// CPU1's finish step: the first one starts the verification on
+        /// the verifier thread and is answered `-EBUSY`, as every one is
+        /// until it is done; the next one after gets its result.
+        pub fn finish() -> Result<(), Errno> {
+            match STATE.load(Ordering::Acquire) {
+                RUNNING => return Err(Errno::Busy),
+                DONE => {
+                    STATE.store(IDLE, Ordering::Relaxed);
+                    return match RESULT.load(Ordering::Relaxed) {
+                        0 => Ok(()),
+                        e => Err(Errno::from_code(e).unwrap_or(Errno::Io)),
+                    };
+                }
+                _ => {}
+            }
+            // SAFETY: the stack is this thread's alone; the entry takes
+            // no argument.
+            unsafe {
+                THREAD.start(
+                    &STACK,
+                    entry,
+                    null_mut(),
+                    zephyr::kconfig::CONFIG_SYNAPTIC_STORE_VERIFY_PRIORITY as i32,
+                    c"synaptic_verify",
+                );
+            }
+            STATE.store(RUNNING, Ordering::Release);
+            START.give();
+            Err(Errno::Busy)
+        }
+
+        /// A new update begins: a verification still running holds it off
+        /// (`-EBUSY`); a result nobody collected is dropped.
+        pub fn begin() -> Result<(), Errno> {
+            match STATE.load(Ordering::Acquire) {
+                RUNNING => Err(Errno::Busy),
+                _ => {
+                    STATE.store(IDLE, Ordering::Relaxed);
+                    Ok(())
+                }
+            }
+        }
     }
 
     impl ModelUpdates for ServiceUpdates {
         fn begin(&mut self, name: &str, total: usize) -> Result<(), Errno> {
+            #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+            verifier::begin()?;
             with_updates(|u| u.begin(name, total))
         }
 
@@ -299,6 +428,9 @@ pub mod ota {
         }
 
         fn finish(&mut self) -> Result<(), Errno> {
+            #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+            return verifier::finish();
+            #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
             with_updates(|u| u.finish())
         }
 
@@ -520,6 +652,15 @@ pub mod ota {
             crate::service::store_changed();
         }
         status
+    }
+
+    /// The longest verification of CPU1's updates on CPU0's verifier
+    /// thread, `k_cycle_get_32` ticks (0 without the inference service).
+    pub fn longest_verification_ticks() -> u32 {
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+        return verifier::longest_ticks();
+        #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
+        0
     }
 
     /// `syn_ota_received`: container bytes the current update has taken
