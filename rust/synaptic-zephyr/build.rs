@@ -20,7 +20,10 @@ fn main() {
                 panic!("{}: {e}", pem.display());
             });
             let key = synaptic_sign::Key::from_pem(&text).unwrap_or_else(|e| {
-                panic!("CONFIG_SYNAPTIC_STORE_SIGNATURE_KEY_FILE ({}): {e}", pem.display())
+                panic!(
+                    "CONFIG_SYNAPTIC_STORE_SIGNATURE_KEY_FILE ({}): {e}",
+                    pem.display()
+                )
             });
             // The one algorithm linked is the key's (`VERIFIER`).
             let (algorithm, verifier) = match key.algorithm() {
