@@ -289,9 +289,9 @@ pub mod ota {
     /// CPU1's `MODEL_UPDATE` requests (`synaptic_serve::Runtime::updates`):
     /// the same store and update state as the shell's `syn ota` and the C
     /// API, under the same lock. The serving thread never waits for that
-    /// lock: while another thread holds it (the verifier below, the shell
-    /// streaming an update) CPU1's update step is answered `-EBUSY`, which
-    /// its client sends again after a status round trip; inferences go on.
+    /// lock: while another thread holds it (the shell streaming an update)
+    /// CPU1's update step is answered `-EBUSY`, which its client sends
+    /// again after a status round trip; inferences go on.
     pub struct ServiceUpdates;
 
     fn with_updates<T>(
@@ -306,120 +306,11 @@ pub mod ota {
         .unwrap_or(Err(Errno::Io))
     }
 
-    /// CPU1's finish, verified off the serving thread: the hash of the
-    /// container read back from flash and its signature take milliseconds
-    /// of CPU0, which the serving thread spends on inferences instead.
-    #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
-    mod verifier {
-        use core::ffi::c_void;
-        use core::ptr::null_mut;
-        use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
-
-        use synaptic_abi::Errno;
-        use synaptic_ipc::{Semaphore as _, Timeout};
-        use synaptic_serve::update::ota_errno;
-        use zephyr::thread::{stack_len, ThreadStack};
-
-        use super::with_opened;
-        use crate::sync::KernelSemaphore;
-        use crate::thread::StaticThread;
-
-        const IDLE: u8 = 0;
-        const RUNNING: u8 = 1;
-        const DONE: u8 = 2;
-
-        /// Where CPU1's finish stands.
-        static STATE: AtomicU8 = AtomicU8::new(IDLE);
-        /// A finished verification's result: 0 or a negative errno.
-        static RESULT: AtomicI32 = AtomicI32::new(0);
-        /// The longest verification so far, `k_cycle_get_32` ticks.
-        static LONGEST: AtomicU32 = AtomicU32::new(0);
-
-        /// The longest verification the verifier thread ran, in
-        /// `k_cycle_get_32` ticks (finish of CPU1's update: the container
-        /// read back from flash, hashed, its signature checked).
-        pub fn longest_ticks() -> u32 {
-            LONGEST.load(Ordering::Relaxed)
-        }
-        /// Given for each verification to run.
-        static START: KernelSemaphore = KernelSemaphore::new(0, 1);
-        static THREAD: StaticThread = StaticThread::new();
-        #[unsafe(link_section = ".noinit.synaptic_verifier_stack")]
-        static STACK: ThreadStack<{ stack_len(VERIFY_STACK) }> = ThreadStack::new();
-        const VERIFY_STACK: usize =
-            zephyr::kconfig::CONFIG_SYNAPTIC_STORE_VERIFY_STACK_SIZE as usize;
-
-        extern "C" fn entry(_: *mut c_void, _: *mut c_void, _: *mut c_void) {
-            loop {
-                START.take(Timeout::Forever);
-                // Blocking: this thread is the one that may wait.
-                let result = with_opened(|store, ota| {
-                    // SAFETY: reading the cycle counter has no preconditions.
-                    let start = unsafe { zephyr::raw::k_cycle_get_32() };
-                    let result = ota.finish(store).map(drop);
-                    // SAFETY: as above.
-                    let ticks = unsafe { zephyr::raw::k_cycle_get_32() }.wrapping_sub(start);
-                    LONGEST.fetch_max(ticks, Ordering::Relaxed);
-                    result
-                });
-                let result = match result {
-                    Some(Ok(())) => 0,
-                    Some(Err(e)) => ota_errno(e).negative(),
-                    None => Errno::Io.negative(),
-                };
-                RESULT.store(result, Ordering::Relaxed);
-                STATE.store(DONE, Ordering::Release);
-            }
-        }
-
-        /// CPU1's finish step: the first one starts the verification on
-        /// the verifier thread and is answered `-EBUSY`, as every one is
-        /// until it is done; the next one after gets its result.
-        pub fn finish() -> Result<(), Errno> {
-            match STATE.load(Ordering::Acquire) {
-                RUNNING => return Err(Errno::Busy),
-                DONE => {
-                    STATE.store(IDLE, Ordering::Relaxed);
-                    return match RESULT.load(Ordering::Relaxed) {
-                        0 => Ok(()),
-                        e => Err(Errno::from_code(e).unwrap_or(Errno::Io)),
-                    };
-                }
-                _ => {}
-            }
-            // SAFETY: the stack is this thread's alone; the entry takes
-            // no argument.
-            unsafe {
-                THREAD.start(
-                    &STACK,
-                    entry,
-                    null_mut(),
-                    zephyr::kconfig::CONFIG_SYNAPTIC_STORE_VERIFY_PRIORITY as i32,
-                    c"synaptic_verify",
-                );
-            }
-            STATE.store(RUNNING, Ordering::Release);
-            START.give();
-            Err(Errno::Busy)
-        }
-
-        /// A new update begins: a verification still running holds it off
-        /// (`-EBUSY`); a result nobody collected is dropped.
-        pub fn begin() -> Result<(), Errno> {
-            match STATE.load(Ordering::Acquire) {
-                RUNNING => Err(Errno::Busy),
-                _ => {
-                    STATE.store(IDLE, Ordering::Relaxed);
-                    Ok(())
-                }
-            }
-        }
-    }
+    /// The longest finish of CPU1's updates, `k_cycle_get_32` ticks.
+    static LONGEST_FINISH: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
     impl ModelUpdates for ServiceUpdates {
         fn begin(&mut self, name: &str, total: usize) -> Result<(), Errno> {
-            #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
-            verifier::begin()?;
             with_updates(|u| u.begin(name, total))
         }
 
@@ -427,11 +318,16 @@ pub mod ota {
             with_updates(|u| u.write(offset, data))
         }
 
+        /// On the serving thread, timed: the container read back from
+        /// flash, hashed, its signature checked.
         fn finish(&mut self) -> Result<(), Errno> {
-            #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
-            return verifier::finish();
-            #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
-            with_updates(|u| u.finish())
+            // SAFETY: reading the cycle counter has no preconditions.
+            let start = unsafe { raw::k_cycle_get_32() };
+            let result = with_updates(|u| u.finish());
+            // SAFETY: as above.
+            let ticks = unsafe { raw::k_cycle_get_32() }.wrapping_sub(start);
+            LONGEST_FINISH.fetch_max(ticks, core::sync::atomic::Ordering::Relaxed);
+            result
         }
 
         fn next(&mut self, back: bool) -> Result<Activated, Errno> {
@@ -654,13 +550,10 @@ pub mod ota {
         status
     }
 
-    /// The longest verification of CPU1's updates on CPU0's verifier
-    /// thread, `k_cycle_get_32` ticks (0 without the inference service).
+    /// The longest finish (verification) of CPU1's updates on the serving
+    /// thread, `k_cycle_get_32` ticks.
     pub fn longest_verification_ticks() -> u32 {
-        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
-        return verifier::longest_ticks();
-        #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
-        0
+        LONGEST_FINISH.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// `syn_ota_received`: container bytes the current update has taken

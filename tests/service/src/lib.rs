@@ -345,7 +345,7 @@ fn run() -> Verdict {
     );
     let signed = |word| errno(word);
     printkln!(
-        "service test: signed updates through CPU1: tampered -> {}, untrusted key -> {}, confirm -> {}, downgrade -> {}; {} status round trips meanwhile, longest {} ticks; longest verification on CPU0's verifier thread {} ticks (emulated)",
+        "service test: signed updates through CPU1: tampered -> {}, untrusted key -> {}, confirm -> {}, downgrade -> {}; {} status round trips meanwhile, longest {} ticks; longest verification on CPU0's serving thread {} ticks (emulated)",
         signed(Word::SignedTampered),
         signed(Word::SignedUntrusted),
         signed(Word::SignedConfirm),
