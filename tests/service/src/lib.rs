@@ -336,29 +336,13 @@ fn run() -> Verdict {
         "service test: update streamed by CPU1 -> {} (version {} expected): {} bytes (micro_speech.tflite) in {} ticks (emulated); {} inferences on it meanwhile, {} errors, {} back to version 1 after the new one, new version serving: {}",
         update_status,
         p::UPDATE_VERSION,
-        p::SIGNED_LEN,
+        p::UPDATE_LEN,
         w(Word::UpdateTicks),
         w(Word::UpdateServes),
         w(Word::UpdateErrors),
         w(Word::UpdateBack),
         if w(Word::UpdateNew) == 1 { "yes" } else { "NO" }
     );
-    let signed = |word| errno(word);
-    printkln!(
-        "service test: signed updates through CPU1: tampered -> {}, untrusted key -> {}, confirm -> {}, downgrade -> {}; {} status round trips meanwhile, longest {} ticks; longest verification on CPU0's serving thread {} ticks (emulated)",
-        signed(Word::SignedTampered),
-        signed(Word::SignedUntrusted),
-        signed(Word::SignedConfirm),
-        signed(Word::SignedDowngrade),
-        w(Word::UpdatePings),
-        w(Word::UpdatePingMaxTicks),
-        synaptic_zephyr::store::ota::longest_verification_ticks()
-    );
-    let signed_ok = signed(Word::SignedTampered) == Errno::BadMsg.negative()
-        && signed(Word::SignedUntrusted) == Errno::Acces.negative()
-        && signed(Word::SignedConfirm) == p::UPDATE_VERSION as i32
-        && signed(Word::SignedDowngrade) == Errno::Range.negative()
-        && w(Word::UpdatePings) > 0;
     let (rc, stored) = shell(c"syn store list", "speech: active v2");
     let follow_ok = update_through_c_api();
     let update_ok = update_status == p::UPDATE_VERSION as i32
@@ -368,8 +352,7 @@ fn run() -> Verdict {
         && w(Word::UpdateNew) == 1
         && rc == 0
         && stored
-        && follow_ok
-        && signed_ok;
+        && follow_ok;
     let parks_ok = parked_writes();
     service::print_status();
     let cpu1_ok = w(Word::SoakOk) == p::SOAK

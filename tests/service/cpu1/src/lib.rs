@@ -343,74 +343,39 @@ fn ticks() -> u32 {
 /// Inferences made after the update returned.
 const AFTER_UPDATE: u32 = 5;
 
-/// A signed speech container streamed around `preamble` (tampered: with a
-/// payload byte flipped): what CPU0 answered.
-fn stream_signed(client: &ZephyrClient, preamble: &[u8], tampered: bool) -> i32 {
-    let chunk = if tampered {
-        p::tampered_chunk
-    } else {
-        p::container_chunk
-    };
-    let result = client.update_model_with(
-        p::SPEECH,
-        p::SIGNED_LEN,
-        Timeout::Millis(10_000),
-        |offset, out| chunk(preamble, p::MICRO_SPEECH, offset, out),
-    );
-    ClientError::status(result.map(|v| v as usize))
-}
-
-/// Stream the speech model's version 2, signed: the container's header and
-/// signature block, then the network from flash, written chunk by chunk
-/// into the slots. Then the refusals of a store that checks signatures: the
-/// same container changed after signing, one signed by a key CPU0 does not
-/// trust, and, once version 2 is confirmed, version 1.
+/// Stream the speech model's version 2: the container's header, then the
+/// network from flash, written chunk by chunk into the slots.
 #[zephyr::thread(stack_size = 2048)]
-fn updater(client: &'static ZephyrClient, report: Report) {
+fn updater(client: &'static ZephyrClient) {
     let start = ticks();
-    let status = stream_signed(client, &p::SIGNED_V2, false);
+    let status = match p::speech_header(p::UPDATE_VERSION) {
+        Ok(header) => ClientError::status(
+            client
+                .update_model_with(
+                    p::SPEECH,
+                    p::UPDATE_LEN,
+                    Timeout::Millis(10_000),
+                    |offset, chunk| p::container_chunk(&header, p::MICRO_SPEECH, offset, chunk),
+                )
+                .map(|v| v as usize),
+        ),
+        Err(_) => -1,
+    };
     UPDATE_TICKS.store(ticks().wrapping_sub(start), Ordering::Relaxed);
     UPDATE_STATUS.store(status as u32, Ordering::Relaxed);
-    let refusal = |word, status: i32| report.set(word, status as u32);
-    refusal(
-        Word::SignedTampered,
-        stream_signed(client, &p::SIGNED_V5, true),
-    );
-    refusal(
-        Word::SignedUntrusted,
-        stream_signed(client, &p::UNTRUSTED_V5, false),
-    );
-    let confirmed = client.confirm_model(Timeout::Millis(10_000));
-    refusal(
-        Word::SignedConfirm,
-        ClientError::status(confirmed.map(|v| v as usize)),
-    );
-    refusal(
-        Word::SignedDowngrade,
-        stream_signed(client, &p::SIGNED_V1, false),
-    );
     UPDATE_RETURNED.store(1, Ordering::Release);
 }
 
 /// The update with inferences on the speech model going on throughout;
 /// reports the `Update*` words.
 fn update(client: &'static ZephyrClient, report: &Report, speech: Model) {
-    updater(client, *report).start();
+    updater(client).start();
     let (mut serves, mut errors, mut back, mut new) = (0u32, 0u32, 0u32, false);
-    let (mut pings, mut ping_max) = (0u32, 0u32);
     let mut after = 0;
     let mut seq = 200_000;
     while after < AFTER_UPDATE {
         if UPDATE_RETURNED.load(Ordering::Acquire) == 1 {
             after += 1;
-        } else {
-            // A status round trip while CPU0 streams, verifies (on its
-            // verifier thread) and swaps.
-            let start = ticks();
-            if client.ping(TIMEOUT).is_ok() {
-                pings += 1;
-                ping_max = ping_max.max(ticks().wrapping_sub(start));
-            }
         }
         match serve(client, speech, seq, false, false, TIMEOUT) {
             // Version 1's output.
@@ -430,8 +395,6 @@ fn update(client: &'static ZephyrClient, report: &Report, speech: Model) {
     report.set(Word::UpdateBack, back);
     report.set(Word::UpdateNew, u32::from(new));
     report.set(Word::UpdateTicks, UPDATE_TICKS.load(Ordering::Relaxed));
-    report.set(Word::UpdatePings, pings);
-    report.set(Word::UpdatePingMaxTicks, ping_max);
 }
 
 /// A CPU0 interpreter's inference: up to a second of emulated time each.

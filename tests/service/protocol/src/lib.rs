@@ -64,9 +64,14 @@ pub fn expected(handle: u32, input: &[u8], out: &mut [u8]) {
     synaptic_runtime::npu::stub_output(SEED, handle, input, out);
 }
 
-// SPEECH, SPEECH_INPUT, SPEECH_OUTPUT_SHAPE (shared with build.rs, which
-// signs the speech model's containers).
-include!("speech.rs");
+/// The model CPU1 updates: TFLite Micro's micro-speech keyword spotter
+/// (`models/micro_speech.tflite`), served as version 1 (by the stub NPU)
+/// before CPU1 streams the real network as version [`UPDATE_VERSION`].
+pub const SPEECH: &str = "speech";
+/// Its input shape (int8 `[1, 1960]`: 49 frames x 40 features).
+pub const SPEECH_INPUT: [u32; 2] = [1, 1960];
+/// Its output shape (int8 `[1, 4]`: silence, unknown, yes, no).
+pub const SPEECH_OUTPUT_SHAPE: [u32; 2] = [1, 4];
 /// Input bytes of the speech model.
 pub const SPEECH_LEN: usize = 1960;
 /// Output bytes of the speech model.
@@ -75,31 +80,6 @@ pub const SPEECH_OUTPUT: usize = 4;
 pub static MICRO_SPEECH: &[u8] = include_bytes!("../../../../models/micro_speech.tflite");
 /// Bytes of the container CPU1 streams: the store's header, the network.
 pub const UPDATE_LEN: usize = synaptic_store::HEADER_LEN + MICRO_SPEECH.len();
-/// Bytes of a signed one: the header, the signature block, the network.
-pub const SIGNED_LEN: usize = PREAMBLE_LEN + MICRO_SPEECH.len();
-/// A signed container's header and signature block.
-pub const PREAMBLE_LEN: usize =
-    synaptic_store::HEADER_LEN + synaptic_store::signature::SIGNATURE_LEN;
-
-// The preambles of the signed speech containers CPU1 streams, made by
-// build.rs with tests/service/keys: `SIGNED_V2` (the update),
-// `SIGNED_V5` (streamed with a payload byte flipped), `UNTRUSTED_V5`
-// (signed by a key CPU0 does not trust), `SIGNED_V1` (below the security
-// counter once version 2 is confirmed).
-include!(concat!(env!("OUT_DIR"), "/signed.rs"));
-
-/// The payload byte [`tampered_chunk`] flips.
-pub const TAMPERED_AT: usize = 1000;
-
-/// As [`container_chunk`], with payload byte [`TAMPERED_AT`] flipped: a
-/// container changed after it was signed.
-pub fn tampered_chunk(preamble: &[u8], payload: &[u8], offset: usize, chunk: &mut [u8]) {
-    container_chunk(preamble, payload, offset, chunk);
-    let at = preamble.len() + TAMPERED_AT;
-    if let Some(b) = at.checked_sub(offset).and_then(|k| chunk.get_mut(k)) {
-        *b ^= 0x01;
-    }
-}
 
 /// The header of the speech model's container, version `version`: what
 /// `synaptic-pack pack` writes for `models/micro_speech.tflite`.
@@ -278,28 +258,12 @@ pub enum Word {
     CpuMatched,
     /// Inferences on [`SPEECH_CPU`] that failed, before and after.
     CpuErrors,
-    /// What CPU0 answered [`SIGNED_V5`] streamed with a payload byte
-    /// flipped (must be `-EBADMSG`).
-    SignedTampered,
-    /// What it answered [`UNTRUSTED_V5`] (must be `-EACCES`).
-    SignedUntrusted,
-    /// What `confirm_model` returned after version [`UPDATE_VERSION`]
-    /// (must be that version).
-    SignedConfirm,
-    /// What CPU0 answered [`SIGNED_V1`] after the confirmation (must be
-    /// `-ERANGE`).
-    SignedDowngrade,
-    /// Status round trips (`ping`) another CPU1 thread made while the
-    /// updates went on, and the longest of them in `k_cycle_get_32`
-    /// ticks (emulated).
-    UpdatePings,
-    UpdatePingMaxTicks,
     /// Where CPU1 stopped early (0: it did not), see [`Stop`].
     Stopped,
 }
 
 /// Number of report words.
-pub const WORDS: usize = 36;
+pub const WORDS: usize = 30;
 /// The speech model's version CPU1 streams to CPU0's model store.
 pub const UPDATE_VERSION: u32 = 2;
 /// How long CPU1 floods, emulated milliseconds.
@@ -400,42 +364,6 @@ mod tests {
         // The ABI's 96 KB region has room past the exchange slots.
         let slots_end = synaptic_abi::region_size::<16>(synaptic_abi::SlotGeometry::DEFAULT);
         assert!(slots_end + 4 * WORDS <= 96 * 1024);
-    }
-
-    fn signed(preamble: &[u8], tamper: bool) -> std::vec::Vec<u8> {
-        let mut ours = std::vec![0u8; SIGNED_LEN];
-        for (k, chunk) in ours.chunks_mut(1000).enumerate() {
-            if tamper {
-                tampered_chunk(preamble, MICRO_SPEECH, k * 1000, chunk);
-            } else {
-                container_chunk(preamble, MICRO_SPEECH, k * 1000, chunk);
-            }
-        }
-        ours
-    }
-
-    #[test]
-    fn the_signed_containers_verify_or_are_refused_as_cpu1_expects() {
-        use synaptic_store::StoreError;
-        let pem = include_str!("../../keys/test-ed25519.pem");
-        let trusted = [synaptic_sign::Key::from_pem(pem).unwrap()];
-        let verify = |bytes: &[u8]| synaptic_sign::verify(bytes, &trusted, true).map(|h| h.version);
-        assert_eq!(verify(&signed(&SIGNED_V2, false)), Ok(UPDATE_VERSION));
-        assert_eq!(verify(&signed(&SIGNED_V1, false)), Ok(1));
-        assert_eq!(verify(&signed(&SIGNED_V5, false)), Ok(5));
-        // The flipped byte: the payload's CRC catches it first on the host;
-        // CPU0's store answers -EBADMSG for both.
-        assert_eq!(
-            verify(&signed(&SIGNED_V5, true)),
-            Err(StoreError::CrcMismatch)
-        );
-        assert_eq!(
-            verify(&signed(&UNTRUSTED_V5, false)),
-            Err(StoreError::UntrustedKey)
-        );
-        // The signed network is the unsigned container's.
-        let plain = synaptic_pack::pack(MICRO_SPEECH, SPEECH, UPDATE_VERSION).unwrap();
-        assert_eq!(signed(&SIGNED_V2, false)[PREAMBLE_LEN..], plain[96..]);
     }
 
     #[test]
