@@ -167,33 +167,31 @@ mod candidate {
     pub use super::dalek3::*;
 }
 
+/// A verifier over a dalek-API crate (ed25519-dalek 3 and 2 alike).
+macro_rules! dalek_verifier {
+    ($krate:ident) => {
+        use super::*;
+        use $krate::{Signature, Verifier, VerifyingKey};
+        pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
+        pub fn verify(signature: &[u8; 64]) -> bool {
+            let Ok(key) = VerifyingKey::from_bytes(black_box(&ED25519_PUBLIC)) else {
+                return false;
+            };
+            key.verify(&DIGEST, &Signature::from_bytes(signature))
+                .is_ok()
+        }
+    };
+}
+
 #[cfg(feature = "ed25519-dalek")]
 mod dalek3 {
-    use super::*;
-    use ed25519_dalek::{Signature, Verifier, VerifyingKey};
-    pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
-    pub fn verify(signature: &[u8; 64]) -> bool {
-        let Ok(key) = VerifyingKey::from_bytes(black_box(&ED25519_PUBLIC)) else {
-            return false;
-        };
-        key.verify(&DIGEST, &Signature::from_bytes(signature))
-            .is_ok()
-    }
+    dalek_verifier!(ed25519_dalek);
 }
 
 #[cfg(feature = "ed25519-dalek-2")]
 mod candidate {
-    use super::*;
-    use ed25519_dalek_2::{Signature, Verifier, VerifyingKey};
     pub const NAME: &str = "ed25519-dalek-2";
-    pub const SIGNATURE: [u8; 64] = ED25519_SIGNATURE;
-    pub fn verify(signature: &[u8; 64]) -> bool {
-        let Ok(key) = VerifyingKey::from_bytes(black_box(&ED25519_PUBLIC)) else {
-            return false;
-        };
-        key.verify(&DIGEST, &Signature::from_bytes(signature))
-            .is_ok()
-    }
+    dalek_verifier!(ed25519_dalek_2);
 }
 
 #[cfg(feature = "ed25519-compact")]
@@ -226,38 +224,33 @@ mod candidate {
     }
 }
 
+/// A verifier over a RustCrypto p256 crate (0.14 and 0.13 alike).
+macro_rules! p256_verifier {
+    ($krate:ident, $name:literal) => {
+        use super::*;
+        use $krate::ecdsa::{signature::hazmat::PrehashVerifier, Signature, VerifyingKey};
+        pub const NAME: &str = $name;
+        pub const SIGNATURE: [u8; 64] = P256_SIGNATURE;
+        pub fn verify(signature: &[u8; 64]) -> bool {
+            let Ok(key) = VerifyingKey::from_sec1_bytes(black_box(&P256_PUBLIC)) else {
+                return false;
+            };
+            let Ok(signature) = Signature::from_slice(signature) else {
+                return false;
+            };
+            key.verify_prehash(&DIGEST, &signature).is_ok()
+        }
+    };
+}
+
 #[cfg(feature = "p256")]
 mod candidate {
-    use super::*;
-    use p256::ecdsa::{signature::hazmat::PrehashVerifier, Signature, VerifyingKey};
-    pub const NAME: &str = "p256";
-    pub const SIGNATURE: [u8; 64] = P256_SIGNATURE;
-    pub fn verify(signature: &[u8; 64]) -> bool {
-        let Ok(key) = VerifyingKey::from_sec1_bytes(black_box(&P256_PUBLIC)) else {
-            return false;
-        };
-        let Ok(signature) = Signature::from_slice(signature) else {
-            return false;
-        };
-        key.verify_prehash(&DIGEST, &signature).is_ok()
-    }
+    p256_verifier!(p256, "p256");
 }
 
 #[cfg(feature = "p256-13")]
 mod candidate {
-    use super::*;
-    use p256_13::ecdsa::{signature::hazmat::PrehashVerifier, Signature, VerifyingKey};
-    pub const NAME: &str = "p256-13";
-    pub const SIGNATURE: [u8; 64] = P256_SIGNATURE;
-    pub fn verify(signature: &[u8; 64]) -> bool {
-        let Ok(key) = VerifyingKey::from_sec1_bytes(black_box(&P256_PUBLIC)) else {
-            return false;
-        };
-        let Ok(signature) = Signature::from_slice(signature) else {
-            return false;
-        };
-        key.verify_prehash(&DIGEST, &signature).is_ok()
-    }
+    p256_verifier!(p256_13, "p256-13");
 }
 
 #[cfg(feature = "p256-cortex-m4")]
