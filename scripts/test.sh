@@ -39,12 +39,12 @@ trap 'rm -rf "$log_dir"' EXIT
 check() {
     local name="$1"
     shift
-    local log="$log_dir/check.log"
+    local log="$log_dir/check.log" start=$SECONDS
     if "$@" >"$log" 2>&1; then
-        echo "  PASS    $name"
+        echo "  PASS    $name ($((SECONDS - start)) s)"
         tier_passed=$((tier_passed + 1))
     else
-        echo "  FAIL    $name"
+        echo "  FAIL    $name ($((SECONDS - start)) s)"
         sed 's/^/          | /' "$log" | tail -n 60
         tier_failed=$((tier_failed + 1))
     fi
@@ -54,7 +54,7 @@ check() {
 cargo_tests() {
     local name="$1"
     shift
-    local log="$log_dir/cargo.log"
+    local log="$log_dir/cargo.log" start=$SECONDS
     "$@" >"$log" 2>&1
     local status=$?
     local passed failed
@@ -69,13 +69,13 @@ cargo_tests() {
     if [ "$status" -ne 0 ]; then
         tail -n 40 "$log" | sed 's/^/          | /'
     fi
-    echo "  $( [ "$failed" -eq 0 ] && echo PASS || echo FAIL )    $name: $passed passed, $failed failed"
+    echo "  $( [ "$failed" -eq 0 ] && echo PASS || echo FAIL )    $name: $passed passed, $failed failed ($((SECONDS - start)) s)"
     tier_passed=$((tier_passed + passed))
     tier_failed=$((tier_failed + failed))
 }
 
 end_tier() {
-    echo "TIER $1: $tier_passed passed, $tier_failed failed"
+    echo "TIER $1: $tier_passed passed, $tier_failed failed ($((SECONDS - tier_start)) s)"
     total_passed=$((total_passed + tier_passed))
     total_failed=$((total_failed + tier_failed))
     tier_passed=0
@@ -196,6 +196,7 @@ tier_zephyr() {
     local out="${SYNAPTIC_TWISTER_OUT:-$root/build/twister}"
     rm -rf "$out"
     echo "  twister against $ZEPHYR_BASE, output in $out"
+    local twister_start=$SECONDS
     (
         cd "$SYNAPTIC_WORKSPACE" &&
             west twister \
@@ -206,6 +207,7 @@ tier_zephyr() {
                 --outdir "$out" --inline-logs --jobs "$(nproc)"
     ) >"$log_dir/twister.log" 2>&1
     local status=$?
+    echo "  twister took $((SECONDS - twister_start)) s"
     # Twister's progress lines (joined by carriage returns) would bury the
     # summary and any failure: leave them out.
     tr '\r' '\n' <"$log_dir/twister.log" | grep -E "INFO|ERROR|WARNING" |
@@ -283,6 +285,7 @@ tier_zephyr() {
 }
 
 for tier in "${tiers[@]}"; do
+    tier_start=$SECONDS
     case "$tier" in
         host) tier_host ;;
         cross) tier_cross ;;
