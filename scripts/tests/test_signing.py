@@ -158,3 +158,43 @@ def test_imgtool_reads_a_key_synaptic_pack_made(pack_tool, tmp_path, algorithm):
     out = run_pack(pack_tool, "keygen", "--type", algorithm, "--out", key)
     assert out.returncode == 2
     assert key.read_bytes() == before
+
+
+def firmware_key(key_path, tmp_path):
+    """What scripts/signature_key.py embeds in the firmware: (status,
+    the Rust it wrote or its error)."""
+    out_rs = tmp_path / "trusted_key.rs"
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "signature_key.py"),
+                          str(key_path), str(out_rs)], capture_output=True, text=True)
+    return run.returncode, out_rs.read_text() if run.returncode == 0 else run.stderr
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_the_firmware_embeds_the_key_getpub_prints(pack_tool, keys, tmp_path, algorithm):
+    raw = tmp_path / "key.bin"
+    assert run_pack(pack_tool, "getpub", "--key", keys[algorithm], "--raw", raw).returncode == 0
+    # From the private key and from its public half alike.
+    public = tmp_path / "public.pem"
+    public.write_text(run_imgtool("getpub", "-k", str(keys[algorithm]), "-e", "pem"))
+    for key in (keys[algorithm], public):
+        status, rust = firmware_key(key, tmp_path)
+        assert status == 0, rust
+        listed = rust.split("bytes: &[")[1].split("]")[0]
+        assert bytes(int(b, 16) for b in listed.split(", ")) == raw.read_bytes()
+        name, verifier = {"ed25519": ("Ed25519", "verify_ed25519"),
+                          "ecdsa-p256": ("EcdsaP256", "verify_ecdsa_p256")}[algorithm]
+        assert f"algorithm: Algorithm::{name}," in rust
+        assert f"pub const VERIFIER: Verifier = synaptic_store::signature::{verifier};" in rust
+
+
+def test_the_firmware_refuses_a_key_it_cannot_use(tmp_path):
+    rsa = tmp_path / "rsa.pem"
+    run_imgtool("keygen", "-t", "rsa-2048", "-k", str(rsa))
+    status, error = firmware_key(rsa, tmp_path)
+    assert status == 1 and "not an Ed25519 or ECDSA P-256 key" in error
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+    status, error = firmware_key(garbage, tmp_path)
+    assert status == 1 and str(garbage) in error
+    status, error = firmware_key(tmp_path / "absent.pem", tmp_path)
+    assert status == 1 and "absent.pem" in error
