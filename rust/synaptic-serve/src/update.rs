@@ -196,6 +196,13 @@ impl<'s, F: Flash, const M: usize> StoreUpdates<'s, F, M> {
         StoreUpdates { store, ota }
     }
 
+    /// Bytes of the stream's preamble still held back before the store is
+    /// touched ([`Ota::preamble_pending`]): a write of them may run the
+    /// container's signature check.
+    pub fn preamble_pending(&self) -> usize {
+        self.ota.preamble_pending()
+    }
+
     /// The model [`activate`](ModelUpdates::activate) would switch (a
     /// verified update's), or [`rollback`](ModelUpdates::rollback) with
     /// `back`.

@@ -14,7 +14,7 @@ use crate::signature::SIGNATURE_LEN;
 use crate::{Flash, Store, StoreError};
 
 /// Longest preamble: a signed container's header and signature block.
-const PREAMBLE_MAX: usize = HEADER_LEN + SIGNATURE_LEN;
+pub const PREAMBLE_MAX: usize = HEADER_LEN + SIGNATURE_LEN;
 
 /// Where an update stands (the reference's `syn_ota_state_t`, in order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +130,19 @@ impl Ota {
     /// Bytes received of the current stream.
     pub fn received(&self) -> usize {
         self.written
+    }
+
+    /// Bytes the stream still holds back before the store is touched:
+    /// up to the longest preamble (header and signature block), whose
+    /// check (a signature verification, with a key) the next
+    /// [`write_chunk`](Self::write_chunk) may run; 0 once the container
+    /// is being written, or when no stream is downloading.
+    pub fn preamble_pending(&self) -> usize {
+        if self.state == OtaState::Downloading && !self.begun {
+            PREAMBLE_MAX - self.written
+        } else {
+            0
+        }
     }
 
     /// The model a verified update is ready to switch ([`activate`](Self::activate)).

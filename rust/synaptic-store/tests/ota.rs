@@ -167,3 +167,42 @@ fn activation_switches_only_to_the_slot_verified_and_nothing_after_a_new_begin()
         assert_eq!(store.active("m1").map(|l| l.header.version), Ok(1));
     });
 }
+
+/// `preamble_pending` says how much of the preamble the stream still
+/// holds back, whatever the chunking: what CPU0's serving thread reads to
+/// hand the write that may verify a signature to its verifier thread.
+#[test]
+fn the_preamble_pending_counts_down_to_the_store_being_written() {
+    use synaptic_store::ota::PREAMBLE_MAX;
+    let mut seed = 0x2545_f491_u32;
+    for round in 0..200 {
+        with_store(|store, ota| {
+            let img = image("m1", 1 + round, 500 + round as usize);
+            assert_eq!(ota.preamble_pending(), 0, "idle");
+            ota.begin(store, "m1", img.len()).unwrap();
+            assert_eq!(ota.preamble_pending(), PREAMBLE_MAX);
+            let mut at = 0;
+            while at < img.len() {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                let n = (1 + seed as usize % 150).min(img.len() - at);
+                let pending = ota.preamble_pending();
+                ota.write_chunk(store, &img[at..at + n]).unwrap();
+                at += n;
+                let now = ota.preamble_pending();
+                if at < HEADER_LEN {
+                    // Still held back: the store untouched, the count down.
+                    assert_eq!(now, PREAMBLE_MAX - at, "round {round} at {at}");
+                    assert!(store.staged("m1").is_err());
+                } else {
+                    // A format-1 header is the whole preamble: written.
+                    assert_eq!(now, 0, "round {round} at {at}");
+                }
+                assert!(now <= pending);
+            }
+            ota.finish(store).unwrap();
+            assert_eq!(ota.preamble_pending(), 0, "verified");
+        });
+    }
+}

@@ -289,9 +289,9 @@ pub mod ota {
     /// CPU1's `MODEL_UPDATE` requests (`synaptic_serve::Runtime::updates`):
     /// the same store and update state as the shell's `syn ota` and the C
     /// API, under the same lock. The serving thread never waits for that
-    /// lock: while another thread holds it (the shell streaming an update)
-    /// CPU1's update step is answered `-EBUSY`, which its client sends
-    /// again after a status round trip; inferences go on.
+    /// lock: while another thread holds it (the verifier below, the shell
+    /// streaming an update) CPU1's update step is answered `-EBUSY`, which
+    /// its client sends again after a status round trip; inferences go on.
     pub struct ServiceUpdates;
 
     fn with_updates<T>(
@@ -306,28 +306,249 @@ pub mod ota {
         .unwrap_or(Err(Errno::Io))
     }
 
-    /// The longest finish of CPU1's updates, `k_cycle_get_32` ticks.
-    static LONGEST_FINISH: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+    /// CPU1's update steps that verify, run off the serving thread: the
+    /// write that completes a container's preamble (its signature checked
+    /// before the store is touched) and the finish (the container read
+    /// back from flash, hashed, its signature checked). Each takes
+    /// milliseconds of CPU0, which the serving thread spends on inferences
+    /// instead: it hands the step to the verifier thread and answers
+    /// `-EBUSY`, as it answers every step while the verifier runs; CPU1's
+    /// client sends the step again after a status round trip, and the
+    /// first one after the verifier is done gets its result.
+    #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+    mod verifier {
+        use core::ffi::c_void;
+        use core::ptr::null_mut;
+        use core::sync::atomic::{AtomicU32, Ordering};
+
+        use synaptic_abi::Errno;
+        use synaptic_ipc::{Semaphore as _, Timeout};
+        use synaptic_serve::update::ModelUpdates as _;
+        use synaptic_serve::update::StoreUpdates;
+        use synaptic_store::ota::PREAMBLE_MAX;
+        use zephyr::thread::{stack_len, ThreadStack};
+
+        use super::run_opened;
+        use super::UPDATES;
+        use crate::sync::{KernelMutex, KernelSemaphore};
+        use crate::thread::StaticThread;
+
+        /// A step the verifier runs.
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        pub enum Step {
+            /// The preamble's bytes of a write at `offset` (the rest of
+            /// the chunk is written on the serving thread when the step
+            /// is sent again).
+            Write { offset: usize, len: usize },
+            /// The container's check from flash.
+            Finish,
+        }
+
+        enum Job {
+            Idle,
+            Running(Step),
+            Done(Step, Result<(), Errno>),
+        }
+
+        struct Verifier {
+            job: Job,
+            /// The preamble bytes of a `Step::Write`, copied out of CPU1's
+            /// slot when the step was handed over.
+            data: [u8; PREAMBLE_MAX],
+        }
+
+        /// The verifier's job: the serving thread only try-locks it (and
+        /// answers `-EBUSY` when that fails); the verifier holds it only to
+        /// copy a job in or out.
+        static VERIFIER: KernelMutex<Verifier> = KernelMutex::new(Verifier {
+            job: Job::Idle,
+            data: [0; PREAMBLE_MAX],
+        });
+        /// Given for each job.
+        static START: KernelSemaphore = KernelSemaphore::new(0, 1);
+        /// The longest job so far, `k_cycle_get_32` ticks.
+        static LONGEST: AtomicU32 = AtomicU32::new(0);
+        static THREAD: StaticThread = StaticThread::new();
+        #[unsafe(link_section = ".noinit.synaptic_verifier_stack")]
+        static STACK: ThreadStack<{ stack_len(VERIFY_STACK) }> = ThreadStack::new();
+        const VERIFY_STACK: usize =
+            zephyr::kconfig::CONFIG_SYNAPTIC_STORE_VERIFY_STACK_SIZE as usize;
+
+        /// The longest step the verifier thread ran, in `k_cycle_get_32`
+        /// ticks.
+        pub fn longest_ticks() -> u32 {
+            LONGEST.load(Ordering::Relaxed)
+        }
+
+        extern "C" fn entry(_: *mut c_void, _: *mut c_void, _: *mut c_void) {
+            loop {
+                START.take(Timeout::Forever);
+                let (step, data) = {
+                    let v = VERIFIER.lock();
+                    let Job::Running(step) = v.job else {
+                        continue;
+                    };
+                    (step, v.data)
+                };
+                // SAFETY: reading the cycle counter has no preconditions.
+                let start = unsafe { zephyr::raw::k_cycle_get_32() };
+                // Blocking: this thread is the one that may wait for the
+                // store (the shell or SMP may hold it).
+                let result = run_opened(&mut UPDATES.lock(), |store, ota| {
+                    let mut u = StoreUpdates::new(store, ota);
+                    match step {
+                        Step::Write { offset, len } => u.write(offset, &data[..len]),
+                        Step::Finish => u.finish(),
+                    }
+                })
+                .unwrap_or(Err(Errno::Io));
+                // SAFETY: as above.
+                let ticks = unsafe { zephyr::raw::k_cycle_get_32() }.wrapping_sub(start);
+                LONGEST.fetch_max(ticks, Ordering::Relaxed);
+                VERIFIER.lock().job = Job::Done(step, result);
+            }
+        }
+
+        impl Step {
+            /// Whether CPU1's step `other` is this one sent again (a write
+            /// at the same offset, whatever its length).
+            fn is(self, other: Step) -> bool {
+                match (self, other) {
+                    (Step::Write { offset: a, .. }, Step::Write { offset: b, .. }) => a == b,
+                    (a, b) => a == b,
+                }
+            }
+        }
+
+        /// What the verifier holds for CPU1's next step.
+        pub enum Collected {
+            /// Nothing for it: the step runs (or is handed over) now.
+            Nothing,
+            /// The verifier ran this step (as handed over): its result.
+            Done(Step, Result<(), Errno>),
+        }
+
+        /// CPU1's step `step` arrives: `-EBUSY` while the verifier runs (or
+        /// its lock is held for a moment); the result when the verifier ran
+        /// this very step, kept until [`settle`]; a result nobody collected
+        /// (CPU1 moved on) is dropped.
+        pub fn collect(step: Option<Step>) -> Result<Collected, Errno> {
+            let mut v = VERIFIER.try_lock().ok_or(Errno::Busy)?;
+            match v.job {
+                Job::Running(_) => Err(Errno::Busy),
+                Job::Done(done, result) => match step {
+                    Some(step) if done.is(step) => Ok(Collected::Done(done, result)),
+                    _ => {
+                        v.job = Job::Idle;
+                        Ok(Collected::Nothing)
+                    }
+                },
+                Job::Idle => Ok(Collected::Nothing),
+            }
+        }
+
+        /// The collected result has been answered: the verifier is free.
+        /// (Only the serving thread collects and starts jobs, so the
+        /// result is still the one collected.)
+        pub fn settle() {
+            // Only the verifier's brief copy could hold the lock, and it
+            // does not while a result waits.
+            VERIFIER.lock().job = Job::Idle;
+        }
+
+        /// Hand `step` (with a write's preamble bytes, `data`) to the
+        /// verifier: `-EBUSY`, which CPU1 sends again until it is done.
+        pub fn start(step: Step, data: &[u8]) -> Errno {
+            let Some(mut v) = VERIFIER.try_lock() else {
+                return Errno::Busy;
+            };
+            if !matches!(v.job, Job::Idle) {
+                return Errno::Busy;
+            }
+            v.data[..data.len()].copy_from_slice(data);
+            v.job = Job::Running(step);
+            drop(v);
+            // SAFETY: the stack is this thread's alone; the entry takes no
+            // argument. Started once (later calls return at once).
+            unsafe {
+                THREAD.start(
+                    &STACK,
+                    entry,
+                    null_mut(),
+                    zephyr::kconfig::CONFIG_SYNAPTIC_STORE_VERIFY_PRIORITY as i32,
+                    c"synaptic_verify",
+                );
+            }
+            START.give();
+            Errno::Busy
+        }
+    }
+
+    /// A step other than a deferred write or finish: `-EBUSY` while the
+    /// verifier runs; a result nobody collected is dropped.
+    fn not_verifying() -> Result<(), Errno> {
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+        verifier::collect(None)?;
+        Ok(())
+    }
 
     impl ModelUpdates for ServiceUpdates {
         fn begin(&mut self, name: &str, total: usize) -> Result<(), Errno> {
+            not_verifying()?;
             with_updates(|u| u.begin(name, total))
         }
 
+        /// The write that completes the preamble goes to the verifier
+        /// (its preamble bytes copied: the slot is CPU1's again once this
+        /// step is answered); the same chunk sent again then gets its
+        /// result, and the rest of the chunk is written here.
         fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Errno> {
+            #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+            {
+                use verifier::{Collected, Step};
+                match verifier::collect(Some(Step::Write { offset, len: 0 }))? {
+                    Collected::Done(step, result) => {
+                        let len = match step {
+                            Step::Write { len, .. } => len,
+                            Step::Finish => 0,
+                        };
+                        // The rest of the chunk; the result stays for the
+                        // chunk sent again while the store is busy.
+                        let written = result.and_then(|()| match data.get(len..) {
+                            Some(rest) if !rest.is_empty() => {
+                                with_updates(|u| u.write(offset + len, rest))
+                            }
+                            _ => Ok(()),
+                        });
+                        if result.is_err() || written != Err(Errno::Busy) {
+                            verifier::settle();
+                        }
+                        return written;
+                    }
+                    Collected::Nothing => {}
+                }
+                let len = with_updates(|u| Ok(u.preamble_pending()))?.min(data.len());
+                if len > 0 {
+                    return Err(verifier::start(Step::Write { offset, len }, &data[..len]));
+                }
+            }
             with_updates(|u| u.write(offset, data))
         }
 
-        /// On the serving thread, timed: the container read back from
-        /// flash, hashed, its signature checked.
         fn finish(&mut self) -> Result<(), Errno> {
-            // SAFETY: reading the cycle counter has no preconditions.
-            let start = unsafe { raw::k_cycle_get_32() };
-            let result = with_updates(|u| u.finish());
-            // SAFETY: as above.
-            let ticks = unsafe { raw::k_cycle_get_32() }.wrapping_sub(start);
-            LONGEST_FINISH.fetch_max(ticks, core::sync::atomic::Ordering::Relaxed);
-            result
+            #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+            {
+                use verifier::{Collected, Step};
+                return match verifier::collect(Some(Step::Finish))? {
+                    Collected::Done(_, result) => {
+                        verifier::settle();
+                        result
+                    }
+                    Collected::Nothing => Err(verifier::start(Step::Finish, &[])),
+                };
+            }
+            #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
+            with_updates(|u| u.finish())
         }
 
         fn next(&mut self, back: bool) -> Result<Activated, Errno> {
@@ -335,14 +556,17 @@ pub mod ota {
         }
 
         fn activate(&mut self) -> Result<Activated, Errno> {
+            not_verifying()?;
             with_updates(|u| u.activate())
         }
 
         fn rollback(&mut self) -> Result<Activated, Errno> {
+            not_verifying()?;
             with_updates(|u| u.rollback())
         }
 
         fn confirm(&mut self) -> Result<u32, Errno> {
+            not_verifying()?;
             with_updates(|u| u.confirm())
         }
 
@@ -357,6 +581,7 @@ pub mod ota {
             back: bool,
             accept: &mut dyn FnMut(&Activated) -> Result<(), Errno>,
         ) -> Result<Activated, Errno> {
+            not_verifying()?;
             with_updates(|u| u.switch(back, accept))
         }
     }
@@ -550,10 +775,13 @@ pub mod ota {
         status
     }
 
-    /// The longest finish (verification) of CPU1's updates on the serving
-    /// thread, `k_cycle_get_32` ticks.
+    /// The longest verification of CPU1's updates on CPU0's verifier
+    /// thread, `k_cycle_get_32` ticks (0 without the inference service).
     pub fn longest_verification_ticks() -> u32 {
-        LONGEST_FINISH.load(core::sync::atomic::Ordering::Relaxed)
+        #[cfg(CONFIG_SYNAPTIC_DOORBELL)]
+        return verifier::longest_ticks();
+        #[cfg(not(CONFIG_SYNAPTIC_DOORBELL))]
+        0
     }
 
     /// `syn_ota_received`: container bytes the current update has taken

@@ -23,6 +23,8 @@ use zephyr::time::{now, sleep, Duration};
 
 /// How long CPU1's whole program may take (emulated).
 const REPORT_TIMEOUT_MS: u64 = 240_000;
+/// Whether CPU0's store refuses unsigned containers.
+const SIGNATURES_REQUIRED: bool = cfg!(CONFIG_SYNAPTIC_STORE_SIGNATURE_REQUIRED);
 
 extern "C" {
     fn syn_mpu_test_run(line: *mut c_char, len: usize) -> c_int;
@@ -98,7 +100,14 @@ fn update_through_c_api() -> bool {
     let Ok(header) = p::speech_header(3) else {
         return false;
     };
-    let mut rc = stream_through_c_api(c"speech", &header, p::MICRO_SPEECH);
+    // Signed where the store requires it (this thread then verifies: its
+    // stack is sized for it in that scenario).
+    let preamble: &[u8] = if SIGNATURES_REQUIRED {
+        &p::SIGNED_V3
+    } else {
+        &header
+    };
+    let mut rc = stream_through_c_api(c"speech", preamble, p::MICRO_SPEECH);
     let swaps = service::store_swaps();
     if rc == 0 {
         rc = ota::syn_ota_activate();
@@ -170,6 +179,7 @@ fn run() -> Verdict {
         Word::CpuScenario,
         u32::from(cfg!(CONFIG_SYNAPTIC_CPU_INTERPRETER)),
     );
+    report.set(Word::SignaturesRequired, u32::from(SIGNATURES_REQUIRED));
     let Ok(descs) = p::descs() else {
         return verdict;
     };
@@ -336,13 +346,44 @@ fn run() -> Verdict {
         "service test: update streamed by CPU1 -> {} (version {} expected): {} bytes (micro_speech.tflite) in {} ticks (emulated); {} inferences on it meanwhile, {} errors, {} back to version 1 after the new one, new version serving: {}",
         update_status,
         p::UPDATE_VERSION,
-        p::UPDATE_LEN,
+        p::SIGNED_LEN,
         w(Word::UpdateTicks),
         w(Word::UpdateServes),
         w(Word::UpdateErrors),
         w(Word::UpdateBack),
         if w(Word::UpdateNew) == 1 { "yes" } else { "NO" }
     );
+    let signed = |word| errno(word);
+    printkln!(
+        "service test: signed updates through CPU1: tampered -> {}, untrusted key -> {}, confirm -> {}, downgrade -> {}; {} status round trips meanwhile, longest {} ticks; longest verification on CPU0's verifier thread {} ticks (emulated)",
+        signed(Word::SignedTampered),
+        signed(Word::SignedUntrusted),
+        signed(Word::SignedConfirm),
+        signed(Word::SignedDowngrade),
+        w(Word::UpdatePings),
+        w(Word::UpdatePingMaxTicks),
+        synaptic_zephyr::store::ota::longest_verification_ticks()
+    );
+    if SIGNATURES_REQUIRED {
+        printkln!(
+            "service test: signatures required: an unsigned container from CPU1 -> {}, version 3 through the C API signed",
+            signed(Word::SignedUnsigned)
+        );
+    }
+    let unsigned_expected = if SIGNATURES_REQUIRED {
+        Errno::NoMsg.negative()
+    } else {
+        0
+    };
+    let signed_ok = signed(Word::SignedUnsigned) == unsigned_expected
+        && signed(Word::SignedTampered) == Errno::BadMsg.negative()
+        && signed(Word::SignedUntrusted) == Errno::Acces.negative()
+        && signed(Word::SignedConfirm) == p::UPDATE_VERSION as i32
+        && signed(Word::SignedDowngrade) == Errno::Range.negative()
+        && w(Word::UpdatePings) > 0
+        // No round trip waited out a verification: they ran off the
+        // serving thread.
+        && w(Word::UpdatePingMaxTicks) < synaptic_zephyr::store::ota::longest_verification_ticks();
     let (rc, stored) = shell(c"syn store list", "speech: active v2");
     let follow_ok = update_through_c_api();
     let update_ok = update_status == p::UPDATE_VERSION as i32
@@ -352,7 +393,8 @@ fn run() -> Verdict {
         && w(Word::UpdateNew) == 1
         && rc == 0
         && stored
-        && follow_ok;
+        && follow_ok
+        && signed_ok;
     let parks_ok = parked_writes();
     service::print_status();
     let cpu1_ok = w(Word::SoakOk) == p::SOAK

@@ -80,6 +80,49 @@ pub const SPEECH_OUTPUT: usize = 4;
 pub static MICRO_SPEECH: &[u8] = include_bytes!("../../../../models/micro_speech.tflite");
 /// Bytes of the container CPU1 streams: the store's header, the network.
 pub const UPDATE_LEN: usize = synaptic_store::HEADER_LEN + MICRO_SPEECH.len();
+/// Bytes of a signed one: the header, the signature block, the network.
+pub const SIGNED_LEN: usize = PREAMBLE_LEN + MICRO_SPEECH.len();
+/// A signed container's header and signature block.
+pub const PREAMBLE_LEN: usize =
+    synaptic_store::HEADER_LEN + synaptic_store::signature::SIGNATURE_LEN;
+
+/// The signed speech containers' preambles (header and signature block),
+/// signed with `tests/service/keys` and committed (Ed25519 signs
+/// deterministically; a host test signs them again and compares): CPU1
+/// streams the network after one from its flash.
+macro_rules! preambles {
+    ($($name:ident: version $version:literal, $key:literal, $why:literal;)*) => {
+        $(
+            #[doc = concat!("Version ", $version, ", signed with `", $key, "`: ", $why)]
+            pub static $name: [u8; PREAMBLE_LEN] =
+                *include_bytes!(concat!("../preambles/", stringify!($name), ".bin"));
+        )*
+        /// Every preamble: name, version, key file.
+        #[cfg(test)]
+        const PREAMBLES: &[(&str, u32, &str)] = &[$((stringify!($name), $version, $key)),*];
+    };
+}
+
+preambles! {
+    SIGNED_V2: version 2, "test-ed25519.pem", "the update.";
+    SIGNED_V5: version 5, "test-ed25519.pem", "streamed with a payload byte flipped.";
+    UNTRUSTED_V5: version 5, "untrusted-ed25519.pem", "a key CPU0 does not trust.";
+    SIGNED_V1: version 1, "test-ed25519.pem", "below the security counter once version 2 is confirmed.";
+    SIGNED_V3: version 3, "test-ed25519.pem", "CPU0's update through the C API where signatures are required.";
+}
+
+/// The payload byte [`tampered_chunk`] flips.
+pub const TAMPERED_AT: usize = 1000;
+
+/// As [`container_chunk`], with payload byte [`TAMPERED_AT`] flipped: a
+/// container changed after it was signed.
+pub fn tampered_chunk(preamble: &[u8], payload: &[u8], offset: usize, chunk: &mut [u8]) {
+    container_chunk(preamble, payload, offset, chunk);
+    let at = preamble.len() + TAMPERED_AT;
+    if let Some(b) = at.checked_sub(offset).and_then(|k| chunk.get_mut(k)) {
+        *b ^= 0x01;
+    }
+}
 
 /// The header of the speech model's container, version `version`: what
 /// `synaptic-pack pack` writes for `models/micro_speech.tflite`.
@@ -258,12 +301,35 @@ pub enum Word {
     CpuMatched,
     /// Inferences on [`SPEECH_CPU`] that failed, before and after.
     CpuErrors,
+    /// What CPU0 answered [`SIGNED_V5`] streamed with a payload byte
+    /// flipped (must be `-EBADMSG`).
+    SignedTampered,
+    /// What it answered [`UNTRUSTED_V5`] (must be `-EACCES`).
+    SignedUntrusted,
+    /// What `confirm_model` returned after version [`UPDATE_VERSION`]
+    /// (must be that version).
+    SignedConfirm,
+    /// What CPU0 answered [`SIGNED_V1`] after the confirmation (must be
+    /// `-ERANGE`).
+    SignedDowngrade,
+    /// Status round trips (`ping`) another CPU1 thread made while the
+    /// updates went on, and the longest of them in `k_cycle_get_32`
+    /// ticks (emulated).
+    UpdatePings,
+    UpdatePingMaxTicks,
+    /// Set by CPU0: 1 when its store requires signatures
+    /// (`CONFIG_SYNAPTIC_STORE_SIGNATURE_REQUIRED`), so CPU1 streams an
+    /// unsigned container too.
+    SignaturesRequired,
+    /// What CPU0 answered that unsigned container (must be `-ENOMSG`; 0
+    /// when not sent).
+    SignedUnsigned,
     /// Where CPU1 stopped early (0: it did not), see [`Stop`].
     Stopped,
 }
 
 /// Number of report words.
-pub const WORDS: usize = 30;
+pub const WORDS: usize = 38;
 /// The speech model's version CPU1 streams to CPU0's model store.
 pub const UPDATE_VERSION: u32 = 2;
 /// How long CPU1 floods, emulated milliseconds.
@@ -364,6 +430,70 @@ mod tests {
         // The ABI's 96 KB region has room past the exchange slots.
         let slots_end = synaptic_abi::region_size::<16>(synaptic_abi::SlotGeometry::DEFAULT);
         assert!(slots_end + 4 * WORDS <= 96 * 1024);
+    }
+
+    fn signed(preamble: &[u8], tamper: bool) -> std::vec::Vec<u8> {
+        let mut ours = std::vec![0u8; SIGNED_LEN];
+        for (k, chunk) in ours.chunks_mut(1000).enumerate() {
+            if tamper {
+                tampered_chunk(preamble, MICRO_SPEECH, k * 1000, chunk);
+            } else {
+                container_chunk(preamble, MICRO_SPEECH, k * 1000, chunk);
+            }
+        }
+        ours
+    }
+
+    #[test]
+    fn the_signed_containers_verify_or_are_refused_as_cpu1_expects() {
+        use synaptic_store::StoreError;
+        let pem = include_str!("../../keys/test-ed25519.pem");
+        let trusted = [synaptic_sign::Key::from_pem(pem).unwrap()];
+        let verify = |bytes: &[u8]| synaptic_sign::verify(bytes, &trusted, true).map(|h| h.version);
+        assert_eq!(verify(&signed(&SIGNED_V2, false)), Ok(UPDATE_VERSION));
+        assert_eq!(verify(&signed(&SIGNED_V1, false)), Ok(1));
+        assert_eq!(verify(&signed(&SIGNED_V5, false)), Ok(5));
+        assert_eq!(verify(&signed(&SIGNED_V3, false)), Ok(3));
+        // The flipped byte: the payload's CRC catches it first on the host;
+        // CPU0's store answers -EBADMSG for both.
+        assert_eq!(
+            verify(&signed(&SIGNED_V5, true)),
+            Err(StoreError::CrcMismatch)
+        );
+        assert_eq!(
+            verify(&signed(&UNTRUSTED_V5, false)),
+            Err(StoreError::UntrustedKey)
+        );
+        // The signed network is the unsigned container's.
+        let plain = synaptic_pack::pack(MICRO_SPEECH, SPEECH, UPDATE_VERSION).unwrap();
+        assert_eq!(signed(&SIGNED_V2, false)[PREAMBLE_LEN..], plain[96..]);
+    }
+
+    /// The committed preambles are a fresh signing's. After a change of
+    /// the model, the keys or the format, `SYNAPTIC_BLESS=1 cargo test`
+    /// writes them anew.
+    #[test]
+    fn the_committed_preambles_are_signed_afresh_alike() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut stale = std::vec::Vec::new();
+        for &(name, version, key) in PREAMBLES {
+            let pem = std::fs::read_to_string(dir.join("../keys").join(key)).unwrap();
+            let key = synaptic_sign::Key::from_pem(&pem).unwrap();
+            let container = [&speech_header(version).unwrap()[..], MICRO_SPEECH].concat();
+            let signed = synaptic_sign::sign(&container, &key).unwrap();
+            let fresh = &signed[..PREAMBLE_LEN];
+            let path = dir.join("preambles").join(std::format!("{name}.bin"));
+            if std::env::var_os("SYNAPTIC_BLESS").is_some() {
+                std::fs::write(&path, fresh).unwrap();
+            }
+            if std::fs::read(&path).ok().as_deref() != Some(fresh) {
+                stale.push(name);
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "stale preambles {stale:?}: run `SYNAPTIC_BLESS=1 cargo test` in tests/service/protocol"
+        );
     }
 
     #[test]
